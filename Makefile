@@ -1,0 +1,65 @@
+# silt — top-level entry points. `make test` and `make run` are the quick start.
+#
+#   make            optimised build of ./build/silt
+#   make test       install missing Debian packages, build, run every test with a summary
+#   make unit       build and run only the unit tests (the fast loop)
+#   make asan       unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make run        start a broker on 127.0.0.1:9092 over ./silt-data
+#   make bench      run the benchmarks in bench/ (installs their peers first)
+#   make install    install the binary, man pages and completions under $(PREFIX)
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+PREFIX     ?= /usr/local
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+
+.PHONY: all deps build test unit asan run bench bench-deps install clean format completions
+
+all: build
+
+deps:
+	@sh scripts/deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+unit: build
+	$(BUILD)/tests/silt_unit_tests
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSILT_SANITIZE=ON
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target silt_unit_tests
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN_BUILD)/tests/silt_unit_tests
+
+run: build
+	sh scripts/run.sh $(BUILD)/silt
+
+bench-deps: deps
+	@SILT_EXTRA_PKGS="hyperfine redis-server redis-tools fio" sh scripts/deps.sh
+
+bench: build bench-deps
+	sh bench/run.sh $(BUILD)
+
+completions: build
+	sh scripts/gen-completions.sh $(BUILD)/silt
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 755 $(BUILD)/silt $(DESTDIR)$(PREFIX)/bin/silt
+	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 644 completions/silt.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/silt
+
+format:
+	clang-format -i $$(git ls-files '*.cc' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,15 @@
+#include "cmd/commands.h"
+
+namespace silt::cmd {
+
+RunFn RegisterCompletion(CLI::App* sub, GlobalOptions* g);
+
+namespace {
+const CommandInfo kCommands[] = {
+    {"completion", "print a shell completion script (bash, zsh or fish)", RegisterCompletion},
+};
+}  // namespace
+
+std::span<const CommandInfo> AllCommands() { return kCommands; }
+
+}  // namespace silt::cmd

@@ -1,0 +1,75 @@
+// Thin, error-checked wrappers over POSIX files, and the few file-system operations the storage
+// layer needs. Every failure is a Status that names the path and the errno text; ENOSPC becomes
+// Status::NoSpace so callers can tell a full disk from other I/O errors.
+//
+// A process-wide fault hook lets tests make writes fail as a full disk would (part of the bytes
+// written, then ENOSPC), without mounting anything.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace silt {
+
+class File {
+ public:
+  File() = default;
+  ~File();
+  File(File&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)) { o.fd_ = -1; }
+  File& operator=(File&& o) noexcept;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+
+  enum Mode { kReadOnly, kReadWrite, kCreate /* read-write, created if missing */ };
+  static Result<File> Open(const std::string& path, Mode mode);
+
+  bool is_open() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+
+  // Writes all of `data` at `offset`. On failure some prefix may have been written.
+  Status PWrite(int64_t offset, std::string_view data);
+  // Reads up to n bytes at offset into *out (resized to what was read; short only at EOF).
+  Status PRead(int64_t offset, size_t n, std::string* out) const;
+  Result<int64_t> Size() const;
+  Status Truncate(int64_t size);
+  // fdatasync(2): the data and what is needed to read it back are durable.
+  Status Sync();
+  Status Close();
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+// Reads a whole file.
+Result<std::string> ReadFile(const std::string& path);
+// Writes `data` to `path` so that a crash leaves either the old or the new contents: a temp file
+// beside it, fsync, rename over, fsync of the directory.
+Status WriteFileAtomic(const std::string& path, std::string_view data);
+// fsync(2) of a directory, so that creations, renames and deletions in it are durable.
+Status SyncDir(const std::string& dir);
+bool PathExists(const std::string& path);
+bool IsDirectory(const std::string& path);
+// mkdir -p.
+Status CreateDirs(const std::string& path);
+// Names (not paths) of the entries of `dir`, sorted, without "." and "..".
+Result<std::vector<std::string>> ListDir(const std::string& dir);
+Status RemoveFile(const std::string& path);
+// rm -r.
+Status RemoveAll(const std::string& path);
+Status RenameFile(const std::string& from, const std::string& to);
+std::string JoinPath(std::string_view a, std::string_view b);
+std::string BaseName(std::string_view path);
+std::string DirName(std::string_view path);
+
+// Test hook: after `budget` more bytes have been written by File::PWrite in this process, writes
+// behave as on a full disk: the bytes that fit are written and the call fails with ENOSPC.
+// A negative budget disables the fault.
+void SetWriteBudgetForTesting(int64_t budget);
+
+}  // namespace silt

@@ -1,0 +1,120 @@
+// RecordBatch v2: building one (producer side) and reading one without copying (broker, CLI).
+// The byte layout is in format/layout.h.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "format/batch_header.h"
+#include "format/layout.h"
+
+namespace silt::format {
+
+struct Header {
+  std::string key;
+  std::optional<std::string> value;  // nullopt: a null header value
+};
+
+// One record as the user sees it, offsets and timestamps absolute.
+struct Record {
+  int64_t offset = 0;
+  int64_t timestamp = -1;
+  std::optional<std::string> key;    // nullopt: null key
+  std::optional<std::string> value;  // nullopt: null value (a tombstone)
+  std::vector<Header> headers;
+};
+
+// A record decoded in place: views point into the batch's (decompressed) records block and
+// stay valid as long as that block does.
+struct RecordView {
+  int64_t offset = 0;
+  int64_t timestamp = -1;
+  bool key_null = true;
+  std::string_view key;
+  bool value_null = true;
+  std::string_view value;
+  std::vector<std::pair<std::string_view, std::optional<std::string_view>>> headers;
+
+  Record ToRecord() const;
+};
+
+// Builds one batch. Fields are written in spec order; batchLength, recordsCount, lastOffsetDelta,
+// maxTimestamp and the CRC are back-patched by Finish().
+class RecordBatchBuilder {
+ public:
+  struct Options {
+    Compression compression = Compression::kNone;
+    int compression_level = -1;  // codec default
+    int64_t base_offset = 0;
+    int64_t base_timestamp = -1;  // -1: the first record's timestamp
+    int32_t partition_leader_epoch = -1;
+    int64_t producer_id = -1;
+    int16_t producer_epoch = -1;
+    int32_t base_sequence = -1;
+    bool transactional = false;
+    bool control = false;
+    bool log_append_time = false;
+  };
+  explicit RecordBatchBuilder(Options options);
+
+  // Appends a record at the next offset delta. A timestamp of -1 means "now".
+  void Add(const std::optional<std::string_view>& key, const std::optional<std::string_view>& value,
+           int64_t timestamp = -1,
+           const std::vector<std::pair<std::string_view, std::optional<std::string_view>>>&
+               headers = {});
+  void Add(const Record& r);
+
+  int record_count() const;
+  // Bytes the records take so far, uncompressed (to decide when a batch is full).
+  size_t uncompressed_size() const;
+  bool empty() const { return record_count() == 0; }
+
+  // Returns the finished batch (compressing if asked). The builder is then reset and reusable.
+  Result<std::string> Finish();
+
+ private:
+  Options options_;
+  std::string records_;  // encoded records, uncompressed
+  int32_t count_ = 0;
+  int64_t first_ts_ = -1;
+  int64_t max_ts_ = -1;
+};
+
+// Limits applied when validating or decompressing untrusted batches.
+struct ValidateLimits {
+  int64_t max_batch_size = INT32_MAX;
+  // A batch whose records inflate past this many bytes is rejected (TooLarge), never allocated.
+  int64_t max_uncompressed_size = 64LL * 1024 * 1024;
+};
+
+// A read-only view over one complete batch. Construct with Parse(); the bytes must outlive it.
+class RecordBatchView {
+ public:
+  // Framing + CRC check of the batch at the start of `data` (see CheckBatchFraming); the view
+  // covers exactly that batch. Truncated when `data` ends mid-batch.
+  static Result<RecordBatchView> Parse(std::string_view data, const ValidateLimits& limits = {});
+
+  const BatchHeader& header() const { return header_; }
+  std::string_view bytes() const { return bytes_; }
+
+  // Decompresses (bounded by limits) and decodes every record, checking: each record's length
+  // fits, recordsCount equals the records actually present, offset deltas strictly increase
+  // from 0 and the last equals lastOffsetDelta, no trailing bytes.
+  // Calls fn for each record; stops early (OK) if fn returns false.
+  Status ForEachRecord(const std::function<bool(const RecordView&)>& fn,
+                       const ValidateLimits& limits = {}) const;
+  // Full validation without a callback (what the broker runs on produce).
+  Status Validate(const ValidateLimits& limits = {}) const;
+  Result<std::vector<Record>> Records(const ValidateLimits& limits = {}) const;
+
+ private:
+  BatchHeader header_;
+  std::string_view bytes_;
+};
+
+}  // namespace silt::format

@@ -1,0 +1,124 @@
+// A partition's log: a directory of segments in Kafka's on-disk format (see format/layout.h).
+//
+// Offsets kept apart, with log_start <= recovery_point <= log_end at all times:
+//   log_start_offset  first offset still readable (moves forward with retention/delete-records)
+//   recovery_point    everything below it has been fsynced and needs no check after a crash
+//   log_end_offset    the next offset to be assigned
+//
+// Thread-safety: all methods may be called from any thread; appends are serialised by an
+// internal mutex and reads run concurrently with them. Read results hold references to the
+// segment files, so a segment deleted by retention stays readable until the result is dropped.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/file.h"
+#include "base/ids.h"
+#include "base/status.h"
+#include "storage/log_config.h"
+
+namespace silt::storage {
+
+struct AppendResult {
+  Offset base_offset;
+  Offset last_offset;
+  int64_t log_append_time = -1;  // the time stored when message.timestamp.type=LogAppendTime
+  FilePos position{0};           // where the batch starts in its segment
+};
+
+// A range of bytes in a segment file, for sendfile(2) or pread. `file` keeps the fd open.
+struct FileSlice {
+  std::shared_ptr<const File> file;
+  int64_t position = 0;
+  int64_t length = 0;
+};
+
+struct ReadResult {
+  std::vector<FileSlice> slices;  // whole batches, in offset order
+  int64_t total_bytes = 0;
+  Offset next_offset;             // the offset after the last batch returned
+  // Copies the slices' bytes into one buffer (for callers that do not sendfile).
+  Result<std::string> ReadAll() const;
+};
+
+struct SegmentInfo {
+  Offset base_offset;
+  Offset next_offset;   // base offset of what follows (log end for the active segment)
+  int64_t size_bytes = 0;
+  int64_t largest_timestamp = -1;
+  std::string log_path;
+};
+
+class PartitionLog {
+ public:
+  struct OpenOptions {
+    bool read_only = false;  // never writes: no recovery truncation, no index rebuild on disk
+    bool create = true;      // create the directory when missing
+    // Set by the data dir when the previous shutdown was clean: segments are trusted up to
+    // recovery_point (the data dir's checkpoint) without being rescanned.
+    bool clean_shutdown = false;
+    int64_t recovery_point = 0;
+  };
+
+  // Opens (and, when writable, recovers) the partition in `dir`. Recovery validates every batch
+  // from the recovery point on, truncates a torn tail, rebuilds missing or damaged indexes, and
+  // returns Corruption (naming the file and byte position) at real damage before the end.
+  static Result<std::unique_ptr<PartitionLog>> Open(const std::string& dir, const LogConfig& config,
+                                                    const OpenOptions& options);
+  ~PartitionLog();
+
+  // Appends one producer batch that the caller has validated. Patches baseOffset (and
+  // partitionLeaderEpoch when `leader_epoch` >= 0, and maxTimestamp for LogAppendTime) in
+  // `batch`; never recomputes the CRC otherwise. Rolls the segment first when needed.
+  // On any failure nothing is appended: the log end is unchanged and partial bytes are cut.
+  Result<AppendResult> Append(std::string* batch, int32_t leader_epoch = -1);
+  // Appends batches that already carry their offsets (replication, replicate, repair): each
+  // base offset must be >= log end; gaps are allowed (compacted sources).
+  Result<AppendResult> AppendWithOffsets(std::string_view batches);
+
+  // Whole batches from the one containing `start` on, up to `max_bytes` (at least one batch when
+  // `min_one` is set, even if larger) and stopping before `upper_bound` (e.g. the high watermark).
+  // OutOfRange when start is below log start or above log end.
+  Result<ReadResult> Read(Offset start, int64_t max_bytes, Offset upper_bound,
+                          bool min_one = true) const;
+  // First offset whose batch's max timestamp is >= ts (Kafka's ListOffsets by time), or
+  // NotFound when no such record exists.
+  Result<Offset> OffsetForTimestamp(int64_t ts) const;
+
+  Offset log_start_offset() const;
+  Offset log_end_offset() const;
+  Offset recovery_point() const;
+  int64_t size_bytes() const;
+  std::vector<SegmentInfo> Segments() const;
+  const std::string& dir() const;
+  const LogConfig& config() const;
+  void UpdateConfig(const LogConfig& config);
+
+  // fsync of everything appended so far; advances the recovery point.
+  Status Flush();
+  // Starts a new active segment at the log end.
+  Status Roll();
+  // Drops every record at or after `offset` (replication truncation).
+  Status TruncateTo(Offset offset);
+  // Moves the log start forward to `offset` (delete-records); whole segments below go.
+  Status AdvanceLogStart(Offset offset);
+  // Deletes closed segments past retention.ms / retention.bytes. Returns the count deleted.
+  Result<int> ApplyRetention();
+  // Flushes and closes; after this the object must not be used.
+  Status Close();
+
+  // Called (outside the internal lock) after each successful append with the new log end.
+  void SetAppendListener(std::function<void(Offset)> fn);
+
+ private:
+  struct Impl;
+  explicit PartitionLog(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace silt::storage
