@@ -161,7 +161,8 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
   CLI::App* create = sub->add_subcommand("create", "create a topic");
   create->add_option("name", a->name, "topic name")->required();
   create->add_option("--partitions", a->partitions, "number of partitions (default 1)");
-  create->add_option("--config", a->configs, "topic config KEY=VALUE (repeatable)");
+  create->add_option("--config", a->configs, "topic config KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
   AddDataDirOption(create, g);
 
   CLI::App* list = sub->add_subcommand("list", "list topics");
@@ -181,9 +182,11 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
 
   CLI::App* alter = sub->add_subcommand("alter-config", "set or remove topic config overrides");
   alter->add_option("name", a->name, "topic name")->required();
-  alter->add_option("--config", a->configs, "topic config KEY=VALUE to set (repeatable)");
+  alter->add_option("--config", a->configs, "topic config KEY=VALUE to set (repeatable)")
+      ->allow_extra_args(false);
   alter->add_option("--delete-config", a->delete_configs,
-                    "topic config KEY to reset to its default (repeatable)");
+                    "topic config KEY to reset to its default (repeatable)")
+      ->allow_extra_args(false);
   AddDataDirOption(alter, g);
 
   return [=]() {
