@@ -37,7 +37,7 @@ int List(const GlobalOptions& g, const GroupArgs& a) {
   std::string out;
   for (const std::string& name : (*dir)->ListGroups()) {
     if (a.format == "json")
-      out += nlohmann::json({{"group", name}}).dump() + "\n";
+      out += nlohmann::ordered_json({{"group", name}}).dump() + "\n";
     else
       out += name + "\n";
   }
@@ -77,10 +77,10 @@ int Describe(const GlobalOptions& g, const GroupArgs& a) {
       std::optional<int64_t> lag;
       if (o && end) lag = *end - *o;
       if (a.format == "json") {
-        nlohmann::json j = {{"group", a.group}, {"topic", topic}, {"partition", p}};
-        j["committed_offset"] = o ? nlohmann::json(*o) : nlohmann::json(nullptr);
-        j["log_end_offset"] = end ? nlohmann::json(*end) : nlohmann::json(nullptr);
-        j["lag"] = lag ? nlohmann::json(*lag) : nlohmann::json(nullptr);
+        nlohmann::ordered_json j = {{"group", a.group}, {"topic", topic}, {"partition", p}};
+        j["committed_offset"] = o ? nlohmann::ordered_json(*o) : nlohmann::ordered_json(nullptr);
+        j["log_end_offset"] = end ? nlohmann::ordered_json(*end) : nlohmann::ordered_json(nullptr);
+        j["lag"] = lag ? nlohmann::ordered_json(*lag) : nlohmann::ordered_json(nullptr);
         out += j.dump() + "\n";
       } else {
         auto cell = [](const std::optional<int64_t>& v) { return v ? Num(*v) : std::string("-"); };
@@ -148,9 +148,9 @@ int ResetOffsets(const GlobalOptions& g, const GroupArgs& a) {
     target = std::clamp(target, start, end);
     plan[p] = target;
     if (a.format == "json") {
-      nlohmann::json j = {{"group", a.group}, {"topic", a.topic}, {"partition", p},
-                          {"new_offset", target}};
-      j["current_offset"] = cur ? nlohmann::json(*cur) : nlohmann::json(nullptr);
+      nlohmann::ordered_json j = {{"group", a.group}, {"topic", a.topic}, {"partition", p}};
+      j["current_offset"] = cur ? nlohmann::ordered_json(*cur) : nlohmann::ordered_json(nullptr);
+      j["new_offset"] = target;
       json_out += j.dump() + "\n";
     } else {
       t.AddRow({a.group, a.topic, Num(p), cur ? Num(*cur) : "-", Num(target)});

@@ -66,7 +66,7 @@ int List(const GlobalOptions& g, const TopicArgs& a) {
   client::Table t({"TOPIC", "PARTITIONS"});
   for (const storage::TopicInfo& ti : (*dir)->ListTopics()) {
     if (a.format == "json") {
-      nlohmann::json j = {{"topic", ti.name}, {"partitions", ti.partitions}};
+      nlohmann::ordered_json j = {{"topic", ti.name}, {"partitions", ti.partitions}};
       out += j.dump() + "\n";
     } else {
       t.AddRow({ti.name, Num(ti.partitions)});
@@ -89,7 +89,7 @@ int Describe(const GlobalOptions& g, const TopicArgs& a) {
   if (!config.ok()) return Fail(config.status());
   const bool human = client::IsTerminal(1);
   client::Table t({"PARTITION", "LOG-START", "LOG-END", "SIZE", "SEGMENTS"});
-  nlohmann::json parts = nlohmann::json::array();
+  nlohmann::ordered_json parts = nlohmann::ordered_json::array();
   for (int32_t p = 0; p < info->partitions; ++p) {
     auto log = (*dir)->Partition(a.name, p);
     if (!log.ok()) return Fail(log.status());
@@ -106,7 +106,7 @@ int Describe(const GlobalOptions& g, const TopicArgs& a) {
   }
   std::string out;
   if (a.format == "json") {
-    nlohmann::json j = {{"topic", info->name},
+    nlohmann::ordered_json j = {{"topic", info->name},
                         {"topic_id", info->topic_id},
                         {"partition_count", info->partitions},
                         {"partitions", parts},

@@ -17,8 +17,8 @@ assert_eq "elsewhere	1" "$OUT" "SILT_DATA_DIR selects the data dir"
 expect_ok "list" "$SILT" topic list
 assert_eq "$(printf 'logs\t1\norders\t3')" "$OUT" "list in a pipe is tab-separated, no header"
 expect_ok "list json" "$SILT" topic list --format json
-assert_eq '{"partitions":1,"topic":"logs"}
-{"partitions":3,"topic":"orders"}' "$OUT" "list json: one object per line"
+assert_eq '{"topic":"logs","partitions":1}
+{"topic":"orders","partitions":3}' "$OUT" "list json: one object per line"
 
 expect_fail 2 "create an existing topic" "$SILT" topic create orders
 expect_fail 2 "bad topic name" "$SILT" topic create "bad/name"
