@@ -30,6 +30,19 @@ Status TooLargeError(Compression codec, int64_t max_size) {
                           " bytes");
 }
 
+// Resizes *s to n bytes. When that needs a new allocation, it is of exactly n bytes (plain
+// resize may double the capacity, which would break the promise of never allocating more than
+// the decompression limit).
+void ResizeExact(std::string* s, size_t n) {
+  if (n > s->capacity()) {
+    std::string bigger;
+    bigger.reserve(n);
+    bigger.append(*s);
+    s->swap(bigger);
+  }
+  s->resize(n);
+}
+
 // Hands out output space to a streaming decompressor, growing *out geometrically but never past
 // `limit` added bytes. Once the limit is reached it lends a small scratch buffer instead: any byte
 // the decompressor writes there proves the block is too large.
@@ -48,7 +61,7 @@ class BoundedOutput {
     }
     if (slack_ == 0) {
       size_t grow = std::min(std::max(hint_, used), limit_ - used);
-      out_->resize(out_->size() + grow);
+      ResizeExact(out_, out_->size() + grow);
       slack_ = grow;
     }
     in_scratch_ = false;
@@ -146,7 +159,7 @@ Status SnappyRawDecompressAppend(std::string_view in, int64_t max_size, std::str
   if (len > static_cast<uint64_t>(max_size) - already)
     return TooLargeError(Compression::kSnappy, max_size);
   size_t start = out->size();
-  out->resize(start + len);
+  ResizeExact(out, start + len);
   if (!snappy::RawUncompress(in.data(), in.size(), out->data() + start)) {
     out->resize(start);
     return Status::Corruption("snappy block is malformed");
@@ -286,7 +299,7 @@ Status Lz4Decompress(std::string_view in, int64_t max_size, std::string* out) {
                                   LZ4F_getErrorName(hint));
       src += src_size;
       if (!sink.Commit(dst_size)) return TooLargeError(Compression::kLz4, max_size);
-      if (src == end && dst_size < n) break;  // all input taken and all output flushed
+      if (src == end && (hint == 0 || dst_size < n)) break;  // frame done, or input used up
     }
   }
   if (hint != 0) return Status::Corruption("lz4 block ends before its end mark");
@@ -361,6 +374,10 @@ Status ZstdCompress(std::string_view in, int level, std::string* out) {
 }
 
 }  // namespace
+
+uint32_t Xxh32(std::string_view data) {
+  return Xxh32(reinterpret_cast<const unsigned char*>(data.data()), data.size());
+}
 
 bool IsXerialSnappy(std::string_view data) {
   return data.size() >= kXerialHeaderSize &&

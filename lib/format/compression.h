@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "format/batch_header.h"  // CompressionName
 #include "format/layout.h"
 
 namespace silt::format {
@@ -50,6 +51,10 @@ Result<std::string> Compress(Compression codec, std::string_view input,
 // On error *out may hold a partial result (never more than max_size bytes were added).
 Status Decompress(Compression codec, std::string_view input, int64_t max_size, std::string* out);
 Result<std::string> Decompress(Compression codec, std::string_view input, int64_t max_size);
+
+// XXH32 with seed 0, the hash behind the LZ4 frame header checksum (exposed for tests and
+// dump tools that explain a bad lz4 header).
+uint32_t Xxh32(std::string_view data);
 
 // True when `data` starts with the xerial snappy stream header.
 bool IsXerialSnappy(std::string_view data);
