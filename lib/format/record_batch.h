@@ -29,8 +29,9 @@ struct Record {
   std::vector<Header> headers;
 };
 
-// A record decoded in place: views point into the batch's (decompressed) records block and
-// stay valid as long as that block does.
+// A record decoded in place. For an uncompressed batch the views point into the batch bytes;
+// for a compressed one they point into a buffer that lives only during the ForEachRecord call,
+// so copy (ToRecord) what must outlive the callback.
 struct RecordView {
   int64_t offset = 0;
   int64_t timestamp = -1;
