@@ -263,6 +263,12 @@ Status Lz4Decompress(std::string_view in, int64_t max_size, std::string* out) {
     size_t desc_len = 2 + ((flg & 0x08) ? 8 : 0) + ((flg & 0x01) ? 4 : 0);
     size_t header_len = 4 + desc_len + 1;
     if (in.size() >= header_len) {
+      if (flg & 0x08) {
+        uint64_t declared = 0;
+        for (int i = 7; i >= 0; --i) declared = declared << 8 | u[6 + i];  // little-endian
+        if (declared > static_cast<uint64_t>(max_size))
+          return TooLargeError(Compression::kLz4, max_size);
+      }
       uint8_t hc = u[header_len - 1];
       uint8_t good = static_cast<uint8_t>(Xxh32(u + 4, desc_len) >> 8);
       uint8_t broken = static_cast<uint8_t>(Xxh32(u, 4 + desc_len) >> 8);

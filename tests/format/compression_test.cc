@@ -1,6 +1,7 @@
 #include "format/compression.h"
 
 #include <doctest/doctest.h>
+#include <lz4frame.h>
 #include <zstd.h>
 
 #include <random>
@@ -199,4 +200,18 @@ TEST_CASE("lz4 frames with the old Java client's broken header checksum are acce
   garbage[6] = static_cast<char>(garbage[6] ^ broken[6] ^ 0x5a);
   if (garbage[6] != broken[6] && garbage[6] != (*frame)[6])
     CHECK(Decompress(Compression::kLz4, garbage, 1 << 20).status().IsCorruption());
+}
+
+TEST_CASE("an lz4 frame that declares a content size above the limit is TooLarge up front") {
+  std::string in(300000, 'q');
+  LZ4F_preferences_t prefs{};
+  prefs.frameInfo.contentSize = in.size();
+  std::string frame(LZ4F_compressFrameBound(in.size(), &prefs), '\0');
+  size_t n = LZ4F_compressFrame(frame.data(), frame.size(), in.data(), in.size(), &prefs);
+  REQUIRE_FALSE(LZ4F_isError(n));
+  frame.resize(n);
+  std::string out;
+  CHECK(Decompress(Compression::kLz4, frame, 100000, &out).IsTooLarge());
+  CHECK(out.empty());
+  CHECK(*Decompress(Compression::kLz4, frame, 300000) == in);
 }
