@@ -59,9 +59,10 @@ struct FetchPartition {
 };
 FetchPartition DecodeFetchV10(std::string_view frame) {
   ByteReader r(frame);
-  int32_t size, corr, throttle, session, topics, partitions, part, aborted, rec_len;
-  int16_t err, topic_len;
-  int64_t hw, lso, lstart;
+  int32_t size = 0, corr = 0, throttle = 0, session = 0, topics = 0, partitions = 0, part = 0,
+          aborted = 0, rec_len = 0;
+  int16_t err = 0, topic_len = 0;
+  int64_t hw = 0, lso = 0, lstart = 0;
   REQUIRE(r.I32(&size));
   REQUIRE(static_cast<size_t>(size) == r.remaining());
   REQUIRE((r.I32(&corr) && r.I32(&throttle) && r.I16(&err) && r.I32(&session)));

@@ -15,6 +15,13 @@ using namespace silt::format;
 
 namespace {
 
+// prefix + decimal number (spelled out because GCC 12 warns falsely on "literal" + std::string).
+std::string Cat(const char* prefix, int64_t n) {
+  std::string s(prefix);
+  s += std::to_string(n);
+  return s;
+}
+
 const Compression kAllCodecs[] = {Compression::kNone, Compression::kGzip, Compression::kSnappy,
                                   Compression::kLz4, Compression::kZstd};
 
@@ -25,14 +32,14 @@ std::vector<Record> SampleRecords(int n) {
   for (int i = 0; i < n; ++i) {
     Record r;
     r.timestamp = 1700000000000 + (i % 7) * 1000 - (i % 3) * 5000;
-    if (i % 5 != 0) r.key = "key-" + std::to_string(i);
+    if (i % 5 != 0) r.key = Cat("key-", i);
     if (i % 11 == 3) r.key = "";
     if (i % 4 != 1) r.value = std::string(static_cast<size_t>(i % 50), static_cast<char>('a' + i % 26));
     if (i % 9 == 2) r.value = std::string("\0\xff\x01", 3);
     for (int h = 0; h < i % 3; ++h) {
       Header hd;
-      hd.key = "h" + std::to_string(h);
-      if ((i + h) % 2 == 0) hd.value = "v" + std::to_string(i);
+      hd.key = Cat("h", h);
+      if ((i + h) % 2 == 0) hd.value = Cat("v", i);
       r.headers.push_back(hd);
     }
     out.push_back(r);
