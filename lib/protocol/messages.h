@@ -67,6 +67,16 @@ struct ApiVersionsResponse {
 // The ApiVersions answer built from api_table.h: every supported API with its range.
 ApiVersionsResponse MakeApiVersionsResponse();
 
+// The ApiVersions answer to a request whose version silt does not serve: a v0 body with
+// UNSUPPORTED_VERSION and the ApiVersions row alone, so the client can retry with a version in
+// range. Encode it at version 0 whatever the request's version.
+ApiVersionsResponse MakeUnsupportedApiVersionsResponse();
+
+// Client side: decodes an ApiVersions response to a request of `version`, falling back to v0 as
+// Kafka's clients do, because a broker that does not serve `version` answers with a v0 body
+// (UNSUPPORTED_VERSION). `r` is advanced past whichever body was read.
+Status DecodeApiVersionsResponse(ByteReader& r, int16_t version, ApiVersionsResponse* out);
+
 // ---- Metadata (3) -----------------------------------------------------------------------
 
 struct MetadataRequest {

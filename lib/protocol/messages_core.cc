@@ -2,6 +2,7 @@
 // Field layouts: Kafka's message schemas of the same names.
 #include <type_traits>
 
+#include "protocol/errors.h"
 #include "protocol/header.h"
 #include "protocol/messages.h"
 #include "protocol/messages_io.h"
@@ -268,6 +269,34 @@ ApiVersionsResponse MakeApiVersionsResponse() {
     r.api_keys.push_back({static_cast<int16_t>(a.key), a.min_version, a.max_version});
   }
   return r;
+}
+
+ApiVersionsResponse MakeUnsupportedApiVersionsResponse() {
+  ApiVersionsResponse r;
+  r.error_code = ToWire(ErrorCode::UNSUPPORTED_VERSION);
+  const ApiInfo* self = FindApi(ApiKey::kApiVersions);
+  r.api_keys.push_back({static_cast<int16_t>(self->key), self->min_version, self->max_version});
+  return r;
+}
+
+Status DecodeApiVersionsResponse(ByteReader& r, int16_t version, ApiVersionsResponse* out) {
+  ByteReader attempt = r;
+  Status s = out->Decode(attempt, version);
+  if (version == 0) {
+    r = attempt;
+    return s;
+  }
+  if (s.ok() && out->error_code != ToWire(ErrorCode::UNSUPPORTED_VERSION)) {
+    r = attempt;
+    return s;
+  }
+  // Either the body did not parse at `version` or it says UNSUPPORTED_VERSION: both mean the
+  // broker answered in v0.
+  ByteReader v0 = r;
+  Status s0 = out->Decode(v0, 0);
+  if (!s0.ok()) return s.ok() ? s0 : s;
+  r = v0;
+  return Status::OK();
 }
 
 void FetchResponse::EncodePieces(ByteWriter& w, int16_t version,

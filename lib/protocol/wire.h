@@ -98,7 +98,8 @@ class Decoder {
   void Array(std::vector<T>& v, F&& each, size_t min_element_size = 1) {
     v.clear();
     int64_t n = ArrayCount(min_element_size);
-    if (n <= 0) return;  // null (-1) read into a non-nullable array: treated as empty
+    if (n < 0 && ok()) Fail(Status::Corruption("null array in a non-nullable field"));
+    if (n <= 0) return;
     v.resize(static_cast<size_t>(n));
     for (auto& e : v) {
       each(e);
@@ -124,7 +125,7 @@ class Decoder {
  private:
   // Reads an array count (-1 = null). Fails, returning 0, when the count cannot fit in what is
   // left at `min_element_size` bytes per element.
-  int64_t ArrayCount(size_t min_element_size);
+  int64_t ArrayCount(size_t min_element_size);  // -1 = null
   // Reads a string/bytes length: -1 for null, >= 0 checked against remaining.
   int64_t Length(bool int32_length, const char* what);
 
