@@ -1,6 +1,7 @@
 // Kafka wire primitives: see wire.h.
 #include "protocol/wire.h"
 
+#include <cassert>
 #include <string>
 
 namespace silt::protocol {
@@ -220,8 +221,9 @@ void Encoder::Records(const RecordSet& v) {
       pieces_->push_back(Piece{0, 0, v.file});
       piece_start_ = w_.position();
     } else {
-      // No piece list to place the file in: an encoding bug in the caller. Keep the output
-      // well-formed by writing zeros of the promised size.
+      // No piece list to place the file in: a bug in the caller (file slices are for
+      // EncodeFetchResponseFrame). Keep the output well-formed with zeros of the promised size.
+      assert(false && "RecordSet with a file slice encoded without a piece list");
       w_.buffer()->append(static_cast<size_t>(v.file->size), '\0');
     }
     return;
