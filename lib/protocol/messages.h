@@ -11,8 +11,9 @@
 // Decode resets the struct first; on error it returns Truncated (input ended early) or
 // Corruption (an impossible length or count) and the struct's contents are unspecified. Decode
 // never allocates more than the input could describe: counts and lengths are checked against
-// the bytes left first. Versions outside the table are not rejected here (the dispatcher checks
-// api_table.h); they are coded like the nearest rule in the schema.
+// the bytes left first. Any version is accepted here, each field guarded by Kafka's range for
+// it; which versions are served is the dispatcher's decision (api_table.h). Versions after the
+// served range are coded correctly only where they add nothing but the flexible encoding.
 //
 // Wire integers are kept as plain ints here (they mirror the wire); handlers convert to the
 // strong ids of base/ids.h at the boundary. Record sets stay opaque: RecordSet (wire.h) is a view
