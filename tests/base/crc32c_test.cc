@@ -32,7 +32,7 @@ TEST_CASE("every CRC-32C implementation matches the RFC 3720 vectors") {
     if (crc32c::HaveSse42()) CHECK(crc32c::ExtendSse42(0, v.data.data(), v.data.size()) == v.crc);
     if (crc32c::HaveIsal()) CHECK(crc32c::ExtendIsal(0, v.data.data(), v.data.size()) == v.crc);
   }
-  MESSAGE("CRC-32C implementation in use: " << crc32c::ImplementationName());
+  MESSAGE("CRC-32C implementation in use: " << std::string(crc32c::ImplementationName()));
 }
 
 TEST_CASE("extending a CRC piece by piece equals the CRC of the whole, at every alignment") {
