@@ -17,8 +17,7 @@ Partitioner::Partitioner(Kind kind, int32_t num_partitions, uint64_t seed)
     : kind_(kind), n_(num_partitions < 1 ? 1 : num_partitions), rng_(seed) {}
 
 int32_t Partitioner::ForKey(std::string_view key, int32_t num_partitions) {
-  uint32_t h = static_cast<uint32_t>(format::Murmur2(key)) & 0x7fffffffu;
-  return static_cast<int32_t>(h % static_cast<uint32_t>(num_partitions));
+  return format::PartitionForKey(key, num_partitions);
 }
 
 int32_t Partitioner::RandomPartition(int32_t avoid) {
