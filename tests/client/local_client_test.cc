@@ -134,11 +134,11 @@ TEST_CASE("the consumer starts where the offset expression says, per partition")
     po.partition = 0;
     auto p0 = LocalProducer::Open(dir.get(), "t", po);
     for (int i = 0; i < 10; ++i)
-      REQUIRE((*p0)->Send(std::nullopt, "a" + std::to_string(i), {}, 1000 * (i + 1)).ok());
+      REQUIRE((*p0)->Send(std::nullopt, std::string("a").append(std::to_string(i)), {}, 1000 * (i + 1)).ok());
     REQUIRE((*p0)->Flush().ok());
     po.partition = 1;
     auto p1 = LocalProducer::Open(dir.get(), "t", po);
-    for (int i = 0; i < 4; ++i) REQUIRE((*p1)->Send(std::nullopt, "b" + std::to_string(i), {}).ok());
+    for (int i = 0; i < 4; ++i) REQUIRE((*p1)->Send(std::nullopt, std::string("b").append(std::to_string(i)), {}).ok());
     REQUIRE((*p1)->Flush().ok());
     REQUIRE(dir->Close().ok());
   }
