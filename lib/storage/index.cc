@@ -35,6 +35,7 @@ Status OffsetIndex::Load(int64_t log_size, bool* intact) {
     }
     entries_.push_back({base_.value() + rel, pos});
   }
+  persisted_ = entries_.size();
   return Status::OK();
 }
 
@@ -45,18 +46,31 @@ Status OffsetIndex::OpenForWrite() {
 }
 
 Status OffsetIndex::Append(Offset offset, int64_t position) {
-  if (file_.is_open()) {
-    char buf[kEntrySize];
-    EncodeBE32(buf, static_cast<uint32_t>(offset.value() - base_.value()));
-    EncodeBE32(buf + 4, static_cast<uint32_t>(position));
-    int64_t at = static_cast<int64_t>(size_bytes());
-    Status s = file_.PWrite(at, std::string_view(buf, kEntrySize));
+  entries_.push_back({offset.value(), position});
+  if (file_.is_open() && entries_.size() - persisted_ >= kWriteBatch) {
+    Status s = WritePending();
     if (!s.ok()) {
-      (void)file_.Truncate(at);
+      entries_.pop_back();
       return s;
     }
   }
-  entries_.push_back({offset.value(), position});
+  return Status::OK();
+}
+
+Status OffsetIndex::WritePending() {
+  if (!file_.is_open() || persisted_ >= entries_.size()) return Status::OK();
+  std::string data((entries_.size() - persisted_) * kEntrySize, '\0');
+  for (size_t i = persisted_, j = 0; i < entries_.size(); ++i, j += kEntrySize) {
+    EncodeBE32(&data[j], static_cast<uint32_t>(entries_[i].offset - base_.value()));
+    EncodeBE32(&data[j + 4], static_cast<uint32_t>(entries_[i].position));
+  }
+  int64_t at = static_cast<int64_t>(persisted_ * kEntrySize);
+  Status s = file_.PWrite(at, data);
+  if (!s.ok()) {
+    (void)file_.Truncate(at);
+    return s;
+  }
+  persisted_ = entries_.size();
   return Status::OK();
 }
 
@@ -82,33 +96,35 @@ Status OffsetIndex::TruncateFrom(Offset first_removed) {
   auto it = std::lower_bound(entries_.begin(), entries_.end(), first_removed.value(),
                              [](const Entry& e, int64_t o) { return e.offset < o; });
   entries_.erase(it, entries_.end());
-  if (file_.is_open()) return file_.Truncate(static_cast<int64_t>(size_bytes()));
+  persisted_ = std::min(persisted_, entries_.size());
+  if (file_.is_open()) return file_.Truncate(static_cast<int64_t>(persisted_ * kEntrySize));
   return Status::OK();
 }
 
 Status OffsetIndex::Clear() {
   entries_.clear();
+  persisted_ = 0;
   if (file_.is_open()) return file_.Truncate(0);
   return Status::OK();
 }
 
 Status OffsetIndex::WriteAll() {
   if (!file_.is_open()) return Status::OK();
-  std::string data(size_bytes(), '\0');
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    EncodeBE32(&data[i * kEntrySize], static_cast<uint32_t>(entries_[i].offset - base_.value()));
-    EncodeBE32(&data[i * kEntrySize + 4], static_cast<uint32_t>(entries_[i].position));
-  }
+  persisted_ = 0;
   SILT_TRY(file_.Truncate(0));
-  SILT_TRY(file_.PWrite(0, data));
-  return Status::OK();
+  return WritePending();
 }
 
-Status OffsetIndex::Sync() { return file_.is_open() ? file_.Sync() : Status::OK(); }
+Status OffsetIndex::Sync() {
+  if (!file_.is_open()) return Status::OK();
+  SILT_TRY(WritePending());
+  return file_.Sync();
+}
 
 Status OffsetIndex::Remove() {
   (void)file_.Close();
   entries_.clear();
+  persisted_ = 0;
   if (PathExists(path_)) return RemoveFile(path_);
   return Status::OK();
 }
@@ -138,6 +154,7 @@ Status TimeIndex::Load(int64_t next_offset_limit, bool* intact) {
     }
     entries_.push_back({ts, off});
   }
+  persisted_ = entries_.size();
   return Status::OK();
 }
 
@@ -150,18 +167,31 @@ Status TimeIndex::OpenForWrite() {
 Status TimeIndex::MaybeAppend(int64_t timestamp, Offset offset) {
   if (timestamp < 0) return Status::OK();
   if (!entries_.empty() && timestamp <= entries_.back().timestamp) return Status::OK();
-  if (file_.is_open()) {
-    char buf[kEntrySize];
-    EncodeBE64(buf, static_cast<uint64_t>(timestamp));
-    EncodeBE32(buf + 8, static_cast<uint32_t>(offset.value() - base_.value()));
-    int64_t at = static_cast<int64_t>(size_bytes());
-    Status s = file_.PWrite(at, std::string_view(buf, kEntrySize));
+  entries_.push_back({timestamp, offset.value()});
+  if (file_.is_open() && entries_.size() - persisted_ >= kWriteBatch) {
+    Status s = WritePending();
     if (!s.ok()) {
-      (void)file_.Truncate(at);
+      entries_.pop_back();
       return s;
     }
   }
-  entries_.push_back({timestamp, offset.value()});
+  return Status::OK();
+}
+
+Status TimeIndex::WritePending() {
+  if (!file_.is_open() || persisted_ >= entries_.size()) return Status::OK();
+  std::string data((entries_.size() - persisted_) * kEntrySize, '\0');
+  for (size_t i = persisted_, j = 0; i < entries_.size(); ++i, j += kEntrySize) {
+    EncodeBE64(&data[j], static_cast<uint64_t>(entries_[i].timestamp));
+    EncodeBE32(&data[j + 8], static_cast<uint32_t>(entries_[i].offset - base_.value()));
+  }
+  int64_t at = static_cast<int64_t>(persisted_ * kEntrySize);
+  Status s = file_.PWrite(at, data);
+  if (!s.ok()) {
+    (void)file_.Truncate(at);
+    return s;
+  }
+  persisted_ = entries_.size();
   return Status::OK();
 }
 
@@ -176,34 +206,35 @@ Status TimeIndex::TruncateFrom(Offset first_removed) {
   auto it = std::find_if(entries_.begin(), entries_.end(),
                          [&](const Entry& e) { return e.offset >= first_removed.value(); });
   entries_.erase(it, entries_.end());
-  if (file_.is_open()) return file_.Truncate(static_cast<int64_t>(size_bytes()));
+  persisted_ = std::min(persisted_, entries_.size());
+  if (file_.is_open()) return file_.Truncate(static_cast<int64_t>(persisted_ * kEntrySize));
   return Status::OK();
 }
 
 Status TimeIndex::Clear() {
   entries_.clear();
+  persisted_ = 0;
   if (file_.is_open()) return file_.Truncate(0);
   return Status::OK();
 }
 
 Status TimeIndex::WriteAll() {
   if (!file_.is_open()) return Status::OK();
-  std::string data(size_bytes(), '\0');
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    EncodeBE64(&data[i * kEntrySize], static_cast<uint64_t>(entries_[i].timestamp));
-    EncodeBE32(&data[i * kEntrySize + 8],
-               static_cast<uint32_t>(entries_[i].offset - base_.value()));
-  }
+  persisted_ = 0;
   SILT_TRY(file_.Truncate(0));
-  SILT_TRY(file_.PWrite(0, data));
-  return Status::OK();
+  return WritePending();
 }
 
-Status TimeIndex::Sync() { return file_.is_open() ? file_.Sync() : Status::OK(); }
+Status TimeIndex::Sync() {
+  if (!file_.is_open()) return Status::OK();
+  SILT_TRY(WritePending());
+  return file_.Sync();
+}
 
 Status TimeIndex::Remove() {
   (void)file_.Close();
   entries_.clear();
+  persisted_ = 0;
   if (PathExists(path_)) return RemoveFile(path_);
   return Status::OK();
 }

@@ -8,9 +8,11 @@
 //                     increase; the offset is the last offset of the batch where the segment's
 //                     max timestamp reached `timestamp`.
 //
-// Entries are appended in memory and written to the file right away (one pwrite per entry);
-// Kafka preallocates and memory-maps these files, silt keeps them exactly as long as their
-// entries, which Kafka reads the same way. Not thread-safe: the owning Segment locks.
+// Entries are appended in memory and written to the file in groups (every kWriteBatch entries,
+// and on Sync/close), so an append costs no extra system call; entries not yet written after a
+// crash are rebuilt by recovery, which rescans every segment past the recovery point. Kafka
+// preallocates and memory-maps these files; silt keeps them exactly as long as their entries,
+// which Kafka reads the same way. Not thread-safe: the owning Segment locks.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +47,7 @@ class OffsetIndex {
   Status OpenForWrite();
   bool writable() const { return file_.is_open(); }
 
-  // Adds an entry (offset must exceed the last one) and, when writable, writes it.
+  // Adds an entry (offset must exceed the last one); see above for when it reaches the file.
   Status Append(Offset offset, int64_t position);
   // Largest entry with offset <= target, or nullptr.
   const Entry* Floor(Offset target) const;
@@ -59,14 +61,21 @@ class OffsetIndex {
   Status WriteAll();
   Status Sync();
   Status Remove();
-  void CloseFile() { (void)file_.Close(); }
+  // Writes entries not yet in the file.
+  Status WritePending();
+  void CloseFile() {
+    (void)WritePending();
+    (void)file_.Close();
+  }
 
   static constexpr int kEntrySize = 8;
+  static constexpr size_t kWriteBatch = 512;
 
  private:
   std::string path_;
   Offset base_;
   std::vector<Entry> entries_;
+  size_t persisted_ = 0;  // entries_[0, persisted_) are in the file
   File file_;
 };
 
@@ -99,14 +108,20 @@ class TimeIndex {
   Status WriteAll();
   Status Sync();
   Status Remove();
-  void CloseFile() { (void)file_.Close(); }
+  Status WritePending();
+  void CloseFile() {
+    (void)WritePending();
+    (void)file_.Close();
+  }
 
   static constexpr int kEntrySize = 12;
+  static constexpr size_t kWriteBatch = 512;
 
  private:
   std::string path_;
   Offset base_;
   std::vector<Entry> entries_;
+  size_t persisted_ = 0;
   File file_;
 };
 

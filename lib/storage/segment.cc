@@ -346,7 +346,9 @@ Status Segment::Append(std::string_view batch, const BatchInfo& info, int32_t in
 
 Status Segment::OnBecomeInactive() {
   std::unique_lock l(mu_);
-  return time_index_.MaybeAppend(max_timestamp_, offset_of_max_timestamp_);
+  SILT_TRY(time_index_.MaybeAppend(max_timestamp_, offset_of_max_timestamp_));
+  SILT_TRY(index_.WritePending());
+  return time_index_.WritePending();
 }
 
 void Segment::RecomputeTail(int32_t interval) {
@@ -409,7 +411,7 @@ Result<Offset> Segment::TruncateTo(Offset offset, int32_t interval) {
 
 Status Segment::Sync() {
   SILT_TRY(log_->Sync());
-  std::shared_lock l(mu_);
+  std::unique_lock l(mu_);
   SILT_TRY(index_.Sync());
   return time_index_.Sync();
 }
