@@ -45,8 +45,8 @@ Status OffsetIndex::OpenForWrite() {
   return Status::OK();
 }
 
-Status OffsetIndex::Append(Offset offset, int64_t position) {
-  entries_.push_back({offset.value(), position});
+Status OffsetIndex::Append(Offset offset, int64_t position, Offset base, int64_t size) {
+  entries_.push_back({offset.value(), position, base.value(), size});
   if (file_.is_open() && entries_.size() - persisted_ >= kWriteBatch) {
     Status s = WritePending();
     if (!s.ok()) {

@@ -29,8 +29,13 @@ namespace silt::storage {
 class OffsetIndex {
  public:
   struct Entry {
-    int64_t offset;    // absolute
+    int64_t offset;    // absolute; the last offset of the batch at `position`
     int64_t position;  // byte position in the .log
+    // Known for entries added by this process (not stored in the file): the batch's base
+    // offset and size, which spare readers a header read. -1 when unknown.
+    int64_t base = -1;
+    int64_t size = -1;
+    bool known() const { return base >= 0 && size > 0; }
   };
 
   OffsetIndex(std::string path, Offset base) : path_(std::move(path)), base_(base) {}
@@ -48,11 +53,18 @@ class OffsetIndex {
   bool writable() const { return file_.is_open(); }
 
   // Adds an entry (offset must exceed the last one); see above for when it reaches the file.
-  Status Append(Offset offset, int64_t position);
+  Status Append(Offset offset, int64_t position, Offset base = Offset(-1), int64_t size = -1);
   // Largest entry with offset <= target, or nullptr.
   const Entry* Floor(Offset target) const;
   // Largest entry with position <= max_position and offset < below, or nullptr.
   const Entry* LastWithin(int64_t max_position, Offset below) const;
+  // The entry after `e` when it describes the batch right after e's (both known, adjacent).
+  const Entry* NextAdjacent(const Entry* e) const {
+    if (e == nullptr || !e->known()) return nullptr;
+    size_t i = static_cast<size_t>(e - entries_.data()) + 1;
+    if (i >= entries_.size() || entries_[i].position != e->position + e->size) return nullptr;
+    return &entries_[i];
+  }
   // Removes entries with offset >= `first_removed` (memory and file).
   Status TruncateFrom(Offset first_removed);
   // Drops every entry (memory and file).

@@ -9,7 +9,10 @@
 // log_end and recovery_point are atomics so that readers and appenders need no common lock.
 #include "storage/partition_log.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <climits>
 #include <mutex>
@@ -63,15 +66,22 @@ Status ParseEpochCheckpoint(const std::string& path, const std::string& text,
 }  // namespace
 
 Result<std::string> ReadResult::ReadAll() const {
-  std::string out;
-  out.reserve(static_cast<size_t>(total_bytes));
-  std::string chunk;
+  // One buffer, filled in place by pread: a single copy out of the page cache.
+  std::string out(static_cast<size_t>(total_bytes), '\0');
+  size_t at = 0;
   for (const FileSlice& s : slices) {
-    SILT_TRY(s.file->PRead(s.position, static_cast<size_t>(s.length), &chunk));
-    if (static_cast<int64_t>(chunk.size()) != s.length)
-      return Status::OutOfRange(s.file->path() + ": data at position " +
-                                std::to_string(s.position) + " is gone (log truncated)");
-    out.append(chunk);
+    size_t got = 0;
+    while (got < static_cast<size_t>(s.length)) {
+      ssize_t n = ::pread(s.file->fd(), out.data() + at + got, static_cast<size_t>(s.length) - got,
+                          s.position + static_cast<int64_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Status::FromErrno("read " + s.file->path(), errno);
+      if (n == 0)
+        return Status::OutOfRange(s.file->path() + ": data at position " +
+                                  std::to_string(s.position) + " is gone (log truncated)");
+      got += static_cast<size_t>(n);
+    }
+    at += got;
   }
   return out;
 }

@@ -267,7 +267,7 @@ Status Segment::ScanFrom(int64_t pos, bool skip_first_index, bool verify, bool i
       offset_of_max_timestamp_ = h.last();
     }
     if (!(skip_first_index && first) && bytes_since_index_entry_ > interval) {
-      SILT_TRY(index_.Append(h.last(), pos));
+      SILT_TRY(index_.Append(h.last(), pos, h.base(), h.size()));
       SILT_TRY(time_index_.MaybeAppend(max_timestamp_, offset_of_max_timestamp_));
       bytes_since_index_entry_ = 0;
     }
@@ -325,7 +325,7 @@ Status Segment::Append(std::string_view batch, const BatchInfo& info, int32_t in
   }
   if (bytes_since_index_entry_ > interval) {
     size_t index_entries = index_.entries().size();
-    s = index_.Append(info.last, pos);
+    s = index_.Append(info.last, pos, info.base, static_cast<int64_t>(batch.size()));
     if (s.ok()) s = time_index_.MaybeAppend(max_timestamp_, offset_of_max_timestamp_);
     if (!s.ok()) {
       // Undo everything so that the segment is exactly as before the call.
@@ -446,21 +446,42 @@ Result<std::optional<BatchInfo>> Segment::FindBatch(Offset target) const {
   return std::optional<BatchInfo>();
 }
 
+Result<BatchInfo> Segment::BatchAt(const OffsetIndex::Entry& e, int64_t limit) const {
+  if (e.known() && e.position + e.size <= limit) {
+    BatchInfo b;
+    b.position = e.position;
+    b.size = e.size;
+    b.base = Offset(e.base);
+    b.last = Offset(e.offset);
+    return b;
+  }
+  return HeaderAt(e.position, limit);
+}
+
 Status Segment::Read(Offset start, int64_t* budget, Offset upper_bound, bool min_one,
                      ReadResult* out, bool* done) const {
   std::shared_lock l(mu_);
   const int64_t size = size_;
   *done = false;
-  int64_t pos = 0;
-  if (const OffsetIndex::Entry* e = index_.Floor(start)) pos = e->position;
+  // The batch holding `start` (or the first after it): straight from the index when the
+  // entries around it describe whole batches, else by scanning headers from the floor entry.
   std::optional<BatchInfo> first;
-  while (pos < size) {
-    SILT_ASSIGN_OR_RETURN(BatchInfo h, HeaderAt(pos, size));
-    if (h.last >= start) {
-      first = h;
-      break;
+  const OffsetIndex::Entry* fl = index_.Floor(start);
+  if (fl != nullptr && fl->offset == start.value()) {
+    SILT_ASSIGN_OR_RETURN(first, BatchAt(*fl, size));
+  } else if (const OffsetIndex::Entry* nx = index_.NextAdjacent(fl);
+             nx != nullptr && nx->position + nx->size <= size) {
+    SILT_ASSIGN_OR_RETURN(first, BatchAt(*nx, size));
+  } else {
+    int64_t pos = fl != nullptr ? fl->position : 0;
+    while (pos < size) {
+      SILT_ASSIGN_OR_RETURN(BatchInfo h, HeaderAt(pos, size));
+      if (h.last >= start) {
+        first = h;
+        break;
+      }
+      pos += h.size;
     }
-    pos += h.size;
   }
   if (!first) return Status::OK();
   if (first->last >= upper_bound) {
@@ -485,10 +506,16 @@ Status Segment::Read(Offset start, int64_t* budget, Offset upper_bound, bool min
     // Jump with the index over batches known to fit, then scan the last few headers.
     const OffsetIndex::Entry* e = index_.LastWithin(eff_limit, upper_bound);
     if (e != nullptr && e->position >= end) {
-      SILT_ASSIGN_OR_RETURN(BatchInfo h, HeaderAt(e->position, size));
+      SILT_ASSIGN_OR_RETURN(BatchInfo h, BatchAt(*e, size));
       if (h.last < upper_bound && e->position + h.size <= eff_limit) {
         end = e->position + h.size;
         next = h.last + 1;
+        // The batch after it has an entry of its own, which LastWithin did not take: it ends
+        // past the limit or reaches the upper bound.
+        if (const OffsetIndex::Entry* nx = index_.NextAdjacent(e); nx != nullptr) {
+          stopped = true;
+          if (nx->base < upper_bound.value()) next = Offset(nx->base);
+        }
       } else {
         end = e->position;
         next = h.base;

@@ -105,6 +105,9 @@ class Segment {
 
   // Reads the header of the batch at `position` (below `limit`); Corruption if it is not one.
   Result<BatchInfo> HeaderAt(int64_t position, int64_t limit) const;
+  // The batch an index entry names: from the entry when it knows base and size, else read.
+  // Only position, size, base and last are filled in from an entry.
+  Result<BatchInfo> BatchAt(const OffsetIndex::Entry& e, int64_t limit) const;
 
  private:
   Segment(std::string dir, Offset base, bool read_only);
