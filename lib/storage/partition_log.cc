@@ -313,13 +313,13 @@ Result<AppendResult> PartitionLog::Append(std::string* batch, int32_t leader_epo
   if (h.magic != format::kMagicV2 || h.size() != static_cast<int64_t>(batch->size()) ||
       h.last_offset_delta < 0)
     return Status::InvalidArgument("not a single well-framed v2 batch");
+
+  std::unique_lock l(im.append_mu);
+  if (im.closed) return Status::InvalidArgument(im.dir + " is closed");
   if (static_cast<int64_t>(batch->size()) > im.config.max_message_bytes)
     return Status::TooLarge("batch of " + std::to_string(batch->size()) +
                             " bytes exceeds max.message.bytes " +
                             std::to_string(im.config.max_message_bytes));
-
-  std::unique_lock l(im.append_mu);
-  if (im.closed) return Status::InvalidArgument(im.dir + " is closed");
   Offset base(im.log_end.load());
   char* p = batch->data();
   // baseOffset and partitionLeaderEpoch lie outside the CRC: patch them in place.
@@ -392,6 +392,20 @@ Result<AppendResult> PartitionLog::AppendWithOffsets(std::string_view batches) {
     at += static_cast<size_t>(h.size());
   }
   if (items.empty()) return Status::InvalidArgument("no batches to append");
+  if (items.front().info.base.value() > im.log_end.load() && im.active()->size() == 0 &&
+      im.segments.size() == 1) {
+    // An empty log takes the first offset it is given as its start (a copy of a log whose
+    // start has moved on), rather than holding a gap from 0.
+    Offset first = items.front().info.base;
+    SILT_TRY(im.NewSegmentLocked(first));
+    {
+      std::unique_lock ul(im.mu);
+      im.log_start = first;
+      im.log_end.store(first.value());
+      im.recovery_point.store(first.value());
+    }
+    if (im.checkpoint_hook) SILT_TRY(im.checkpoint_hook(first.value(), first.value()));
+  }
   Offset old_end(im.log_end.load());
   size_t old_segments;
   {

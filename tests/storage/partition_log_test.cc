@@ -446,7 +446,11 @@ TEST_CASE("append with offsets keeps the given offsets, allows gaps and refuses 
   CHECK(r->base_offset == Offset(5));
   CHECK(r->last_offset == Offset(22));
   CHECK(log->log_end_offset() == Offset(23));
-  CHECK(ReadAllFrom(*log, 0) == two);
+  // An empty log starts where the first batch given to it does.
+  CHECK(log->log_start_offset() == Offset(5));
+  CHECK(log->Segments().front().base_offset == Offset(5));
+  CHECK(!PathExists(dir / SegName(0, ".log")));
+  CHECK(ReadAllFrom(*log, 5) == two);
   s.base_offset = 22;
   std::string back = MakeBatch(s);
   CHECK(log->AppendWithOffsets(back).status().code() == Status::Code::kInvalidArgument);
