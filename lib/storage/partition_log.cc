@@ -663,9 +663,11 @@ Status PartitionLog::AdvanceLogStart(Offset offset) {
     changed = true;
   }
   if (changed) SILT_TRY(im.WriteEpochsLocked());
+  const int64_t new_start = im.log_start.value();
+  ul.unlock();
   if (s.ok() && im.checkpoint_hook) {
     int64_t rp = std::min(im.checkpointed_rp, im.recovery_point.load());
-    s = im.checkpoint_hook(std::max(rp, offset.value()), im.log_start.value());
+    s = im.checkpoint_hook(std::max(rp, offset.value()), new_start);
   }
   return s;
 }
