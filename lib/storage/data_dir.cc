@@ -436,6 +436,7 @@ Result<TopicInfo> DataDir::CreateTopic(const std::string& name, int32_t partitio
   Impl& im = *impl_;
   SILT_TRY(im.CheckWritable());
   SILT_TRY(ValidateTopicName(name));
+  if (partitions == -1) partitions = im.options.default_partitions;
   if (partitions < 1 || partitions > kMaxPartitions)
     return Status::InvalidArgument("partitions must be in [1, " +
                                    std::to_string(kMaxPartitions) + "], got " +

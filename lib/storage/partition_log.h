@@ -122,7 +122,8 @@ class PartitionLog {
   Status TruncateTo(Offset offset);
   // Moves the log start forward to `offset` (delete-records); whole segments below go.
   Status AdvanceLogStart(Offset offset);
-  // Deletes closed segments past retention.ms / retention.bytes. Returns the count deleted.
+  // Deletes closed segments past retention.ms / retention.bytes (when cleanup.policy includes
+  // delete) and those wholly below the log start. Returns the count deleted.
   Result<int> ApplyRetention();
   // Flushes and closes; after this the object must not be used.
   Status Close();
