@@ -1,0 +1,113 @@
+// The two sparse indexes of a segment, kept in memory and mirrored to Kafka's files:
+//
+//   <base>.index      entries {relativeOffset: int32, position: int32}, big-endian; the offset is
+//                     that of the LAST record of the batch starting at `position` (as Kafka
+//                     writes it), so the batch holding offset o is found by taking the largest
+//                     entry <= o and scanning forward.
+//   <base>.timeindex  entries {timestamp: int64, relativeOffset: int32}; timestamps strictly
+//                     increase; the offset is the last offset of the batch where the segment's
+//                     max timestamp reached `timestamp`.
+//
+// Entries are appended in memory and written to the file right away (one pwrite per entry);
+// Kafka preallocates and memory-maps these files, silt keeps them exactly as long as their
+// entries, which Kafka reads the same way. Not thread-safe: the owning Segment locks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/file.h"
+#include "base/ids.h"
+#include "base/status.h"
+
+namespace silt::storage {
+
+class OffsetIndex {
+ public:
+  struct Entry {
+    int64_t offset;    // absolute
+    int64_t position;  // byte position in the .log
+  };
+
+  OffsetIndex(std::string path, Offset base) : path_(std::move(path)), base_(base) {}
+
+  const std::string& path() const { return path_; }
+  const std::vector<Entry>& entries() const { return entries_; }
+  size_t size_bytes() const { return entries_.size() * kEntrySize; }
+
+  // Reads the file when it exists and keeps the longest prefix of well-formed entries (relative
+  // offsets >= 0 and strictly increasing, positions strictly increasing and below `log_size`).
+  // *intact is false when the file is missing, has a partial entry, or entries were dropped.
+  Status Load(int64_t log_size, bool* intact);
+  // Opens (creating if needed) the file for appends; without it the index is memory-only.
+  Status OpenForWrite();
+  bool writable() const { return file_.is_open(); }
+
+  // Adds an entry (offset must exceed the last one) and, when writable, writes it.
+  Status Append(Offset offset, int64_t position);
+  // Largest entry with offset <= target, or nullptr.
+  const Entry* Floor(Offset target) const;
+  // Largest entry with position <= max_position and offset < below, or nullptr.
+  const Entry* LastWithin(int64_t max_position, Offset below) const;
+  // Removes entries with offset >= `first_removed` (memory and file).
+  Status TruncateFrom(Offset first_removed);
+  // Drops every entry (memory and file).
+  Status Clear();
+  // Replaces the file's contents with the in-memory entries (after a rebuild).
+  Status WriteAll();
+  Status Sync();
+  Status Remove();
+  void CloseFile() { (void)file_.Close(); }
+
+  static constexpr int kEntrySize = 8;
+
+ private:
+  std::string path_;
+  Offset base_;
+  std::vector<Entry> entries_;
+  File file_;
+};
+
+class TimeIndex {
+ public:
+  struct Entry {
+    int64_t timestamp;
+    int64_t offset;  // absolute
+  };
+
+  TimeIndex(std::string path, Offset base) : path_(std::move(path)), base_(base) {}
+
+  const std::string& path() const { return path_; }
+  const std::vector<Entry>& entries() const { return entries_; }
+  size_t size_bytes() const { return entries_.size() * kEntrySize; }
+
+  // As OffsetIndex::Load; entries must have strictly increasing timestamps, non-decreasing
+  // offsets, and offsets below `next_offset_limit` when that is known (else pass INT64_MAX).
+  Status Load(int64_t next_offset_limit, bool* intact);
+  Status OpenForWrite();
+  bool writable() const { return file_.is_open(); }
+
+  // Adds (timestamp, offset) when timestamp is above the last entry's.
+  Status MaybeAppend(int64_t timestamp, Offset offset);
+  // Largest entry with timestamp < ts, or nullptr.
+  const Entry* LastBefore(int64_t ts) const;
+  const Entry* last() const { return entries_.empty() ? nullptr : &entries_.back(); }
+  Status TruncateFrom(Offset first_removed);
+  Status Clear();
+  Status WriteAll();
+  Status Sync();
+  Status Remove();
+  void CloseFile() { (void)file_.Close(); }
+
+  static constexpr int kEntrySize = 12;
+
+ private:
+  std::string path_;
+  Offset base_;
+  std::vector<Entry> entries_;
+  File file_;
+};
+
+}  // namespace silt::storage
