@@ -232,11 +232,15 @@ Status DumpLog(const std::string& path, const DumpFlags& f, storage::VerifyRepor
       if (f.records) {
         nlohmann::ordered_json recs = nlohmann::ordered_json::array();
         std::string text;
-        Status rs = format::ForEachLegacyRecord(e.bytes, [&](const format::RecordView& r) {
+        format::LegacyOptions lo;
+        lo.verify_crc = false;  // the entry's CRC is reported above; show what it holds anyway
+        lo.allow_zstd = true;
+        Status rs = format::ForEachLegacyMessage(e.bytes, lo, [&](const format::LegacyMessage& m) {
+          format::RecordView r = m.ToRecordView();
           if (f.json) recs.push_back(RecordJson(r));
           else text += "\n" + RecordText(r);
           return true;
-        });
+        }, e.position);
         if (!rs.ok() && record_error.ok())
           record_error = rs.WithContext(path + ":" + std::to_string(e.position));
         if (f.json) j["records"] = recs;
