@@ -14,6 +14,8 @@ _silt() {
     'consume:print a topic\'s records, or follow it like tail -f'
     'topic:create, list, describe, delete topics and change their configs'
     'group:list, describe, reset and delete consumer-group positions'
+    'dump-segment:print the batches, records and index entries of segment files'
+    'verify-crc:check (and with --repair, fix) segment files, partitions or data dirs'
     'completion:print a shell completion script (bash, zsh or fish)'
   )
   _arguments -C -s $opts '1: :->cmd' '*:: :->args'
@@ -25,6 +27,8 @@ _silt() {
         consume) _silt_consume ;;
         topic) _silt_topic ;;
         group) _silt_group ;;
+        dump-segment) _silt_dump_segment ;;
+        verify-crc) _silt_verify_crc ;;
         completion) _silt_completion ;;
       esac ;;
   esac
@@ -269,6 +273,36 @@ _silt_group_delete() {
     '--help[Print this help message and exit]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+  )
+  subs=(
+  )
+  _arguments -s $opts '*:file:_files'
+}
+
+_silt_dump_segment() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]:value:_files'
+    '--help[Print this help message and exit]:value:_files'
+    '--records[print every record of each batch]:value:_files'
+    '--json[one JSON object per line per batch (records nested)]:value:_files'
+    '--shallow[do not decode records to validate batches]:value:_files'
+  )
+  subs=(
+  )
+  _arguments -s $opts '*:file:_files'
+}
+
+_silt_verify_crc() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]:value:_files'
+    '--help[Print this help message and exit]:value:_files'
+    '--repair[truncate each damaged segment at its first bad batch, quarantine the cut bytes and later segments, rebuild indexes]:value:_files'
+    '--json[one JSON object per line: each problem, then a summary]:value:_files'
+    '-q[print problems only, no summary line]:value:_files'
+    '--quiet[print problems only, no summary line]:value:_files'
+    '--shallow[check batch headers and CRCs only, without decoding the records]:value:_files'
   )
   subs=(
   )
