@@ -180,4 +180,17 @@ assert_eq "v9" "$OUT" "a new group starts at -o"
 run "$SILT" group describe g1 --format json
 assert_contains "$OUT" '"partition":0,"committed_offset":10' "the group's position is recorded"
 
+# A data directory written by a real Kafka broker (read-only: no silt metadata in it).
+fixtures="$SILT_SOURCE_DIR/../shared/fixtures/kafka-data/kafka-3.7-kraft"
+if [ -d "$fixtures" ]; then
+  cp -r "$fixtures" "$TMP/kafka"
+  run "$SILT" consume -d "$TMP/kafka" -t TestTopicPatient --format '%p:%o\n'
+  assert_eq "$(printf '0:0\n0:1\n0:2')" "$OUT" "records written by Kafka 3.7 are read"
+  run "$SILT" consume -d "$TMP/kafka" -t __consumer_offsets --format '%p\n' -c 1
+  assert_eq "6" "$OUT" "only the partitions present in a copied directory are read"
+  if diff -r "$fixtures" "$TMP/kafka" >/dev/null; then pass; else fail "consume changed a Kafka data dir"; fi
+else
+  echo "SKIPPED: Kafka data-dir cases: $fixtures is absent"
+fi
+
 finish
