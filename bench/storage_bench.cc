@@ -283,9 +283,14 @@ int main(int argc, char** argv) {
   }
   for (int r = 0; r < rounds; ++r) {
     DropCache(raw_path);
-    raw_cold = std::min(raw_cold, RawRead(raw_path, total));
     for (const auto& f : log_files) DropCache(f);
-    log_cold = std::min(log_cold, LogRead(**log, total, false));
+    if (r % 2 == 0) {
+      raw_cold = std::min(raw_cold, RawRead(raw_path, total));
+      log_cold = std::min(log_cold, LogRead(**log, total, false));
+    } else {
+      log_cold = std::min(log_cold, LogRead(**log, total, false));
+      raw_cold = std::min(raw_cold, RawRead(raw_path, total));
+    }
   }
   std::printf("\nread by offset, %lld-byte requests (best of %d)\n",
               static_cast<long long>(kReadChunk), rounds);

@@ -192,8 +192,12 @@ struct DataDir::Impl {
   int lock_fd = -1;
   bool clean_at_open = false;
   bool closed = false;
+  // Guards recovery_points, log_starts and topics_snapshot, and the checkpoint files; taken
+  // after mu, and from partition logs' checkpoint hooks (which hold no data dir lock).
+  std::mutex checkpoint_mu;
   OffsetCheckpoint recovery_points;
   OffsetCheckpoint log_starts;
+  std::set<std::string> topics_snapshot;  // topics whose entries the files keep
 
   mutable std::mutex mu;
   std::map<std::string, TopicInfo> topics;
@@ -291,25 +295,35 @@ struct DataDir::Impl {
     return Status::OK();
   }
 
-  // Fills `cp` with the current offsets of the open logs on top of what was read at open.
-  void CollectCheckpoints(OffsetCheckpoint* rp, OffsetCheckpoint* ls) const {
-    *rp = recovery_points;
-    *ls = log_starts;
-    for (const auto& [k, log] : logs) {
-      (*rp)[k] = log->recovery_point().value();
-      (*ls)[k] = log->log_start_offset().value();
-    }
-    for (auto it = rp->begin(); it != rp->end();)
-      it = topics.count(it->first.first) ? std::next(it) : rp->erase(it);
-    for (auto it = ls->begin(); it != ls->end();)
-      it = topics.count(it->first.first) ? std::next(it) : ls->erase(it);
+  // Writes both checkpoint files from recovery_points and log_starts. checkpoint_mu held.
+  Status WriteCheckpointFiles() {
+    for (auto* cp : {&recovery_points, &log_starts})
+      for (auto it = cp->begin(); it != cp->end();)
+        it = topics_snapshot.count(it->first.first) ? std::next(it) : cp->erase(it);
+    SILT_TRY(WriteCheckpoint(JoinPath(path, kRecoveryCheckpointFile), recovery_points));
+    return WriteCheckpoint(JoinPath(path, kLogStartCheckpointFile), log_starts);
   }
 
+  // Checkpoints the open logs' current offsets. mu held.
   Status WriteCheckpointsLocked() {
-    OffsetCheckpoint rp, ls;
-    CollectCheckpoints(&rp, &ls);
-    SILT_TRY(WriteCheckpoint(JoinPath(path, kRecoveryCheckpointFile), rp));
-    return WriteCheckpoint(JoinPath(path, kLogStartCheckpointFile), ls);
+    std::lock_guard c(checkpoint_mu);
+    topics_snapshot.clear();
+    for (const auto& [n, t] : topics) topics_snapshot.insert(n);
+    for (const auto& [k, log] : logs) {
+      recovery_points[k] = log->recovery_point().value();
+      log_starts[k] = log->log_start_offset().value();
+    }
+    return WriteCheckpointFiles();
+  }
+
+  // The hook a partition log calls when its checkpointed offsets must change now.
+  std::function<Status(int64_t, int64_t)> HookFor(const PartitionKey& key) {
+    return [this, key](int64_t rp, int64_t log_start) {
+      std::lock_guard c(checkpoint_mu);
+      recovery_points[key] = rp;
+      log_starts[key] = log_start;
+      return WriteCheckpointFiles();
+    };
   }
 
   Status CheckWritable() const {
@@ -382,6 +396,7 @@ Result<std::unique_ptr<DataDir>> DataDir::Open(const std::string& path, const Op
     SILT_TRY(SyncDir(path));
   }
   SILT_TRY(impl->LoadTopics());
+  for (const auto& [n, t] : impl->topics) impl->topics_snapshot.insert(n);
   return std::unique_ptr<DataDir>(new DataDir(std::move(impl)));
 }
 
@@ -437,6 +452,10 @@ Result<TopicInfo> DataDir::CreateTopic(const std::string& name, int32_t partitio
   // The topic file is written last: it is what makes the topic exist.
   SILT_TRY(im.WriteTopicFile(t));
   im.topics[name] = t;
+  {
+    std::lock_guard c(im.checkpoint_mu);
+    im.topics_snapshot.insert(name);
+  }
   return t;
 }
 
@@ -457,9 +476,13 @@ Status DataDir::DeleteTopic(const std::string& name) {
   if (PathExists(im.TopicFile(name))) SILT_TRY(RemoveFile(im.TopicFile(name)));
   for (int32_t p : it->second.partition_ids) SILT_TRY(RemoveAll(im.PartitionPath(name, p)));
   im.topics.erase(it);
-  for (auto* cp : {&im.recovery_points, &im.log_starts})
-    for (auto c = cp->begin(); c != cp->end();)
-      c = c->first.first == name ? cp->erase(c) : std::next(c);
+  {
+    std::lock_guard c(im.checkpoint_mu);
+    im.topics_snapshot.erase(name);
+    for (auto* cp : {&im.recovery_points, &im.log_starts})
+      for (auto e = cp->begin(); e != cp->end();)
+        e = e->first.first == name ? cp->erase(e) : std::next(e);
+  }
   return SyncDir(im.path);
 }
 
@@ -539,10 +562,14 @@ Result<PartitionLog*> DataDir::Partition(const std::string& topic, int32_t parti
   o.read_only = im.options.read_only;
   o.create = !im.options.read_only;
   o.clean_shutdown = im.clean_at_open;
-  auto rp = im.recovery_points.find(key);
-  o.recovery_point = rp == im.recovery_points.end() ? 0 : rp->second;
-  auto ls = im.log_starts.find(key);
-  o.log_start_offset = ls == im.log_starts.end() ? -1 : ls->second;
+  {
+    std::lock_guard c(im.checkpoint_mu);
+    auto rp = im.recovery_points.find(key);
+    o.recovery_point = rp == im.recovery_points.end() ? 0 : rp->second;
+    auto ls = im.log_starts.find(key);
+    o.log_start_offset = ls == im.log_starts.end() ? -1 : ls->second;
+  }
+  if (!im.options.read_only) o.checkpoint_hook = im.HookFor(key);
   if (im.options.read_only && !IsDirectory(dir))
     return Status::NotFound("partition directory " + dir + " does not exist");
   auto log = PartitionLog::Open(dir, cfg, o);

@@ -105,6 +105,9 @@ struct PartitionLog::Impl {
 
   std::vector<EpochEntry> epochs;  // guarded by mu
 
+  std::function<Status(int64_t, int64_t)> checkpoint_hook;
+  int64_t checkpointed_rp = 0;  // the recovery point the data dir's checkpoint holds
+
   std::mutex listener_mu;
   std::function<void(Offset)> listener;
 
@@ -224,6 +227,8 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
   impl->config = config;
   impl->read_only = options.read_only;
   impl->last_flush_ms = NowMs().value();
+  impl->checkpoint_hook = options.checkpoint_hook;
+  impl->checkpointed_rp = options.recovery_point;
 
   SILT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
   std::vector<int64_t> bases;
@@ -604,7 +609,13 @@ Status PartitionLog::TruncateTo(Offset offset) {
   Impl& im = *impl_;
   if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
   std::lock_guard l(im.append_mu);
-  return im.TruncateToLocked(offset);
+  SILT_TRY(im.TruncateToLocked(offset));
+  int64_t end = im.log_end.load();
+  if (end < im.checkpointed_rp && im.checkpoint_hook) {
+    SILT_TRY(im.checkpoint_hook(end, log_start_offset().value()));
+    im.checkpointed_rp = end;
+  }
+  return Status::OK();
 }
 
 Status PartitionLog::AdvanceLogStart(Offset offset) {
@@ -638,6 +649,10 @@ Status PartitionLog::AdvanceLogStart(Offset offset) {
     changed = true;
   }
   if (changed) SILT_TRY(im.WriteEpochsLocked());
+  if (s.ok() && im.checkpoint_hook) {
+    int64_t rp = std::min(im.checkpointed_rp, im.recovery_point.load());
+    s = im.checkpoint_hook(std::max(rp, offset.value()), im.log_start.value());
+  }
   return s;
 }
 

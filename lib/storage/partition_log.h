@@ -66,6 +66,11 @@ class PartitionLog {
     // The log start offset from the data dir's log-start-offset-checkpoint (delete-records);
     // -1 when unknown (the first segment's base offset is used).
     int64_t log_start_offset = -1;
+    // Called (under the log's writer lock; it must not call back into the log) when the
+    // checkpointed offsets must change before the next periodic checkpoint: a truncation below
+    // `recovery_point` (else a crash would trust segments rewritten since), or a new log start
+    // (delete-records must survive a crash). Arguments: the new recovery point and log start.
+    std::function<Status(int64_t recovery_point, int64_t log_start)> checkpoint_hook;
   };
 
   // Opens (and, when writable, recovers) the partition in `dir`. Recovery validates every batch

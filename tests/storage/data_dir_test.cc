@@ -258,3 +258,62 @@ TEST_CASE("a read-only data dir writes nothing and refuses changes") {
   CHECK(ListDir(dir.path()).value() == before);
   CHECK(PathExists(dir / "clean-shutdown"));
 }
+
+TEST_CASE("a truncation below the checkpointed recovery point lowers the checkpoint at once") {
+  TempDir dir;
+  DataDir::Options o;
+  o.defaults.segment_bytes = 1000;
+  {
+    auto dd = DataDir::Open(dir.path(), o);
+    REQUIRE(dd.ok());
+    REQUIRE((*dd)->CreateTopic("a", 1, {}).ok());
+    auto log = (*dd)->Partition("a", 0);
+    for (int i = 0; i < 30; ++i) {
+      std::string b = MakeBatch(2, 30);
+      REQUIRE((*log)->Append(&b).ok());
+    }
+    REQUIRE((*dd)->Close().ok());
+  }
+  CHECK(Slurp(dir / "recovery-point-offset-checkpoint") == "0\n1\na 0 60\n");
+  {
+    auto dd = DataDir::Open(dir.path(), o);
+    REQUIRE(dd.ok());
+    auto log = (*dd)->Partition("a", 0);
+    REQUIRE(log.ok());
+    REQUIRE((*log)->TruncateTo(Offset(10)).ok());
+    CHECK(Slurp(dir / "recovery-point-offset-checkpoint") == "0\n1\na 0 10\n");
+    // New data, new segments, never flushed; then a crash (no Close).
+    for (int i = 0; i < 30; ++i) {
+      std::string b = MakeBatch(2, 30, 5000);
+      REQUIRE((*log)->Append(&b).ok());
+    }
+  }
+  auto dd = DataDir::Open(dir.path(), o);
+  REQUIRE(dd.ok());
+  auto log = (*dd)->Partition("a", 0);
+  REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+  CHECK((*log)->log_end_offset() == Offset(70));
+  auto r = (*log)->Read(Offset(0), INT64_MAX, Offset(INT64_MAX));
+  CHECK(BatchSpans(r->ReadAll().value()).size() == 35);
+}
+
+TEST_CASE("delete-records is checkpointed at once and survives a crash") {
+  TempDir dir;
+  {
+    auto dd = OpenDir(dir.path());
+    REQUIRE(dd->CreateTopic("a", 1, {}).ok());
+    auto log = dd->Partition("a", 0);
+    for (int i = 0; i < 5; ++i) {
+      std::string b = MakeBatch(2);
+      REQUIRE((*log)->Append(&b).ok());
+    }
+    REQUIRE((*log)->AdvanceLogStart(Offset(6)).ok());
+    CHECK(Slurp(dir / "log-start-offset-checkpoint") == "0\n1\na 0 6\n");
+    // No Close(): a crash.
+  }
+  auto dd = OpenDir(dir.path());
+  auto log = dd->Partition("a", 0);
+  REQUIRE(log.ok());
+  CHECK((*log)->log_start_offset() == Offset(6));
+  CHECK((*log)->log_end_offset() == Offset(10));
+}

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "base/clock.h"
 #include "base/crc32c.h"
 #include "storage/segment.h"
@@ -477,4 +480,76 @@ TEST_CASE("leader epochs are recorded, checkpointed, truncated and answered") {
   auto again = OpenLog(dir.path(), LogConfig{});
   REQUIRE(again->LeaderEpochs().size() == 1);
   CHECK(again->LeaderEpochs()[0].epoch == 0);
+}
+
+TEST_CASE("readers see whole batches only while a writer appends and rolls") {
+  TempDir dir;
+  LogConfig cfg = SmallConfig();
+  cfg.retention_bytes = 20'000;
+  auto log = OpenLog(dir.path(), cfg);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> reads{0};
+  std::atomic<int> bad{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      Offset start = log->log_start_offset();
+      auto r = log->Read(start, 4000, Offset(INT64_MAX));
+      if (!r.ok()) {
+        // Retention may move the start between the two calls.
+        if (r.status().code() != Status::Code::kOutOfRange) ++bad;
+        continue;
+      }
+      auto bytes = r->ReadAll();
+      if (!bytes.ok()) continue;
+      std::string_view v = bytes.value();
+      int64_t expect = -1;
+      while (!v.empty()) {
+        format::BatchHeader h;
+        if (!format::CheckBatchFraming(v, {}, &h).ok() ||
+            (expect >= 0 && h.base_offset != expect)) {
+          ++bad;
+          break;
+        }
+        expect = h.base_offset + h.last_offset_delta + 1;
+        v.remove_prefix(static_cast<size_t>(h.size()));
+      }
+      ++reads;
+    }
+  });
+  for (int i = 0; i < 600; ++i) {
+    std::string b = MakeBatch(3, 20);
+    REQUIRE(log->Append(&b).ok());
+    if (i % 50 == 0) REQUIRE(log->ApplyRetention().ok());
+  }
+  stop = true;
+  reader.join();
+  CHECK(bad.load() == 0);
+  CHECK(reads.load() > 0);
+  CHECK(log->log_end_offset() == Offset(1800));
+}
+
+TEST_CASE("the append listener hears the new log end after each append") {
+  TempDir dir;
+  auto log = OpenLog(dir.path(), LogConfig{});
+  std::vector<int64_t> heard;
+  log->SetAppendListener([&](Offset end) { heard.push_back(end.value()); });
+  AppendBatches(log.get(), 3, 2);
+  std::string two = MakeBatch(BatchSpec{6, 1});
+  REQUIRE(log->AppendWithOffsets(two).ok());
+  CHECK(heard == std::vector<int64_t>{2, 4, 6, 7});
+}
+
+TEST_CASE("Roll starts a new segment at the log end, and not twice for an empty one") {
+  TempDir dir;
+  auto log = OpenLog(dir.path(), LogConfig{});
+  AppendBatches(log.get(), 2, 2);
+  REQUIRE(log->Roll().ok());
+  REQUIRE(log->Roll().ok());
+  auto segs = log->Segments();
+  REQUIRE(segs.size() == 2);
+  CHECK(segs[1].base_offset == Offset(4));
+  CHECK(segs[0].next_offset == Offset(4));
+  CHECK(PathExists(dir / SegName(4, ".log")));
+  AppendBatches(log.get(), 1, 2);
+  CHECK(log->Segments().back().size_bytes > 0);
 }

@@ -333,3 +333,34 @@ TEST_CASE("orphan index files without a log are removed on a writable open") {
   CHECK(!PathExists(dir / SegName(500, ".index")));
   CHECK((*log)->log_end_offset() == Offset(6));
 }
+
+TEST_CASE("offsets going backwards inside a segment are Corruption") {
+  TempDir dir;
+  BatchSpec s;
+  s.base_offset = 0;
+  s.records = 3;
+  std::string data = MakeBatch(s);
+  s.base_offset = 2;  // overlaps the first batch
+  data += MakeBatch(s);
+  s.base_offset = 5;
+  data += MakeBatch(s);
+  WriteBytes(dir / SegName(0, ".log"), data);
+  auto log = Reopen(dir.path(), LogConfig{});
+  REQUIRE(!log.ok());
+  CHECK(log.status().IsCorruption());
+  CHECK(log.status().message().find("position " + std::to_string(MakeBatch(s).size())) !=
+        std::string::npos);
+}
+
+TEST_CASE("a segment overlapping the one before it is Corruption") {
+  TempDir dir;
+  BatchSpec s;
+  s.records = 5;
+  WriteBytes(dir / SegName(0, ".log"), MakeBatch(s));
+  s.base_offset = 3;
+  WriteBytes(dir / SegName(3, ".log"), MakeBatch(s));
+  auto log = Reopen(dir.path(), LogConfig{});
+  REQUIRE(!log.ok());
+  CHECK(log.status().IsCorruption());
+  CHECK(log.status().message().find(SegName(3, ".log")) != std::string::npos);
+}
