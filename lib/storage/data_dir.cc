@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "format/layout.h"
 
@@ -27,6 +28,7 @@ constexpr const char* kRecoveryCheckpointFile = "recovery-point-offset-checkpoin
 constexpr const char* kLogStartCheckpointFile = "log-start-offset-checkpoint";
 constexpr const char* kPropertiesSuffix = ".properties";
 constexpr int32_t kMaxPartitions = 1 << 20;
+constexpr const char* kDeleteSuffix = "-delete";
 
 using PartitionKey = std::pair<std::string, int32_t>;
 using OffsetCheckpoint = std::map<PartitionKey, int64_t>;
@@ -306,12 +308,16 @@ struct DataDir::Impl {
 
   // Checkpoints the open logs' current offsets. mu held.
   Status WriteCheckpointsLocked() {
+    // Ask the logs first: their hooks take checkpoint_mu while holding their own locks.
+    std::vector<std::tuple<PartitionKey, int64_t, int64_t>> now;
+    for (const auto& [k, log] : logs)
+      now.emplace_back(k, log->recovery_point().value(), log->log_start_offset().value());
     std::lock_guard c(checkpoint_mu);
     topics_snapshot.clear();
     for (const auto& [n, t] : topics) topics_snapshot.insert(n);
-    for (const auto& [k, log] : logs) {
-      recovery_points[k] = log->recovery_point().value();
-      log_starts[k] = log->log_start_offset().value();
+    for (const auto& [k, rp, ls] : now) {
+      recovery_points[k] = rp;
+      log_starts[k] = ls;
     }
     return WriteCheckpointFiles();
   }
@@ -395,6 +401,13 @@ Result<std::unique_ptr<DataDir>> DataDir::Open(const std::string& path, const Op
     if (PathExists(kafka_marker)) SILT_TRY(RemoveFile(kafka_marker));
     SILT_TRY(SyncDir(path));
   }
+  if (!options.read_only) {
+    // Partition directories of a deletion that a crash interrupted.
+    SILT_ASSIGN_OR_RETURN(std::vector<std::string> entries, ListDir(path));
+    for (const std::string& e : entries)
+      if (EndsWith(e, kDeleteSuffix) && IsDirectory(JoinPath(path, e)))
+        SILT_TRY(RemoveAll(JoinPath(path, e)));
+  }
   SILT_TRY(impl->LoadTopics());
   for (const auto& [n, t] : impl->topics) impl->topics_snapshot.insert(n);
   return std::unique_ptr<DataDir>(new DataDir(std::move(impl)));
@@ -423,6 +436,7 @@ Result<TopicInfo> DataDir::CreateTopic(const std::string& name, int32_t partitio
   Impl& im = *impl_;
   SILT_TRY(im.CheckWritable());
   SILT_TRY(ValidateTopicName(name));
+  if (partitions == -1) partitions = im.options.default_partitions;
   if (partitions < 1 || partitions > kMaxPartitions)
     return Status::InvalidArgument("partitions must be in [1, " +
                                    std::to_string(kMaxPartitions) + "], got " +
@@ -473,8 +487,23 @@ Status DataDir::DeleteTopic(const std::string& name) {
       ++lit;
     }
   }
+  // Rename the partition directories out of the way first (Kafka's "-delete" suffix), so that
+  // a crash part-way can never bring a half-deleted topic back; open removes the leftovers.
+  std::vector<std::string> doomed;
+  for (int32_t p : it->second.partition_ids) {
+    std::string from = im.PartitionPath(name, p);
+    if (!IsDirectory(from)) continue;
+    std::string base = PartitionDirName(name, p).substr(0, 200);
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, ".%08x%s", static_cast<unsigned>(std::random_device()()),
+                  kDeleteSuffix);
+    std::string to = JoinPath(im.path, base + suffix);
+    SILT_TRY(RenameFile(from, to));
+    doomed.push_back(to);
+  }
+  SILT_TRY(SyncDir(im.path));
   if (PathExists(im.TopicFile(name))) SILT_TRY(RemoveFile(im.TopicFile(name)));
-  for (int32_t p : it->second.partition_ids) SILT_TRY(RemoveAll(im.PartitionPath(name, p)));
+  for (const std::string& d : doomed) SILT_TRY(RemoveAll(d));
   im.topics.erase(it);
   {
     std::lock_guard c(im.checkpoint_mu);

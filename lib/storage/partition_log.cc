@@ -316,13 +316,13 @@ Result<AppendResult> PartitionLog::Append(std::string* batch, int32_t leader_epo
   if (h.magic != format::kMagicV2 || h.size() != static_cast<int64_t>(batch->size()) ||
       h.last_offset_delta < 0)
     return Status::InvalidArgument("not a single well-framed v2 batch");
+
+  std::unique_lock l(im.append_mu);
+  if (im.closed) return Status::InvalidArgument(im.dir + " is closed");
   if (static_cast<int64_t>(batch->size()) > im.config.max_message_bytes)
     return Status::TooLarge("batch of " + std::to_string(batch->size()) +
                             " bytes exceeds max.message.bytes " +
                             std::to_string(im.config.max_message_bytes));
-
-  std::unique_lock l(im.append_mu);
-  if (im.closed) return Status::InvalidArgument(im.dir + " is closed");
   Offset base(im.log_end.load());
   char* p = batch->data();
   // baseOffset and partitionLeaderEpoch lie outside the CRC: patch them in place.
@@ -395,6 +395,20 @@ Result<AppendResult> PartitionLog::AppendWithOffsets(std::string_view batches) {
     at += static_cast<size_t>(h.size());
   }
   if (items.empty()) return Status::InvalidArgument("no batches to append");
+  if (items.front().info.base.value() > im.log_end.load() && im.active()->size() == 0 &&
+      im.segments.size() == 1) {
+    // An empty log takes the first offset it is given as its start (a copy of a log whose
+    // start has moved on), rather than holding a gap from 0.
+    Offset first = items.front().info.base;
+    SILT_TRY(im.NewSegmentLocked(first));
+    {
+      std::unique_lock ul(im.mu);
+      im.log_start = first;
+      im.log_end.store(first.value());
+      im.recovery_point.store(first.value());
+    }
+    if (im.checkpoint_hook) SILT_TRY(im.checkpoint_hook(first.value(), first.value()));
+  }
   Offset old_end(im.log_end.load());
   size_t old_segments;
   {
@@ -652,9 +666,11 @@ Status PartitionLog::AdvanceLogStart(Offset offset) {
     changed = true;
   }
   if (changed) SILT_TRY(im.WriteEpochsLocked());
+  const int64_t new_start = im.log_start.value();
+  ul.unlock();
   if (s.ok() && im.checkpoint_hook) {
     int64_t rp = std::min(im.checkpointed_rp, im.recovery_point.load());
-    s = im.checkpoint_hook(std::max(rp, offset.value()), im.log_start.value());
+    s = im.checkpoint_hook(std::max(rp, offset.value()), new_start);
   }
   return s;
 }
@@ -665,17 +681,19 @@ Result<int> PartitionLog::ApplyRetention() {
   std::lock_guard l(im.append_mu);
   std::unique_lock ul(im.mu);
   const int64_t now = NowMs().value();
+  // Time and size retention apply to cleanup.policy delete (alone or with compact) only.
+  const bool deletes = im.config.cleanup_policy.find("delete") != std::string::npos;
   int64_t total = 0;
   for (const auto& s : im.segments) total += s->size();
-  int64_t excess = im.config.retention_bytes >= 0 ? total - im.config.retention_bytes : -1;
+  int64_t excess =
+      deletes && im.config.retention_bytes >= 0 ? total - im.config.retention_bytes : -1;
   size_t n = 0;
   while (n + 1 < im.segments.size()) {
     const auto& s = im.segments[n];
     bool below_start = s->next_offset() <= im.log_start;
-    // cleanup.policy=compact alone keeps old segments; the log cleaner thins them instead.
-    bool expired = im.config.deletes() && im.config.retention_ms >= 0 &&
+    bool expired = deletes && im.config.retention_ms >= 0 &&
                    now - s->LargestTimestampOrMtime() > im.config.retention_ms;
-    bool over = im.config.deletes() && excess >= 0 && excess - s->size() >= 0;
+    bool over = excess >= 0 && excess - s->size() >= 0;
     if (!below_start && !expired && !over) break;
     if (excess >= 0) excess -= s->size();
     ++n;

@@ -76,6 +76,7 @@ TEST_CASE("topic names follow Kafka's rules") {
   CHECK(clash.status().code() == Status::Code::kInvalidArgument);
   CHECK(clash.status().message().find("a.b") != std::string::npos);
   CHECK(dd->CreateTopic("x", 0, {}).status().code() == Status::Code::kInvalidArgument);
+  CHECK(dd->CreateTopic("x", -1, {})->partitions == 1);  // the default
   // A bad config value leaves no trace of the topic.
   auto bad_cfg = dd->CreateTopic("y", 1, {{"segment.bytes", "10"}});
   CHECK(bad_cfg.status().code() == Status::Code::kInvalidArgument);
@@ -120,6 +121,9 @@ TEST_CASE("partitions are added, and topics are deleted with their directories")
   CHECK(!IsDirectory(dir / "t-4"));
   CHECK(!PathExists(dir / "silt-topics/t.properties"));
   CHECK(dd->ListTopics().empty());
+  auto left = ListDir(dir.path());
+  REQUIRE(left.ok());
+  for (const std::string& e : left.value()) CHECK(e.find("t-") != 0);
   CHECK(dd->DeleteTopic("t").IsNotFound());
   REQUIRE(dd->Close().ok());
   CHECK(Slurp(dir / "recovery-point-offset-checkpoint") == "0\n0\n");
@@ -236,6 +240,23 @@ TEST_CASE("local consumer group offsets are committed, merged, listed and delete
   REQUIRE(dd->DeleteGroup("g1").ok());
   CHECK(dd->GroupCommitted("g1").status().IsNotFound());
   CHECK(dd->ListGroups() == std::vector<std::string>{odd});
+}
+
+TEST_CASE("partition directories left by an interrupted delete are removed, never revived") {
+  TempDir dir;
+  {
+    auto dd = OpenDir(dir.path());
+    REQUIRE(dd->Close().ok());
+  }
+  // What a crash right after the renames leaves.
+  REQUIRE(CreateDirs(dir / "gone-0.1234abcd-delete").ok());
+  WriteBytes(dir / "gone-0.1234abcd-delete/00000000000000000000.log", MakeBatch(1));
+  auto ro = OpenDir(dir.path(), true);
+  CHECK(ro->ListTopics().empty());
+  ro.reset();
+  auto dd = OpenDir(dir.path());
+  CHECK(dd->ListTopics().empty());
+  CHECK(!PathExists(dir / "gone-0.1234abcd-delete"));
 }
 
 TEST_CASE("a read-only data dir writes nothing and refuses changes") {

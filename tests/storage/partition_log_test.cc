@@ -320,6 +320,21 @@ TEST_CASE("retention by bytes keeps the newest segments within retention.bytes")
   CHECK(log->ApplyRetention().value() == 0);
 }
 
+TEST_CASE("cleanup.policy=compact alone turns off time and size retention") {
+  TempDir dir;
+  LogConfig cfg = SmallConfig();
+  REQUIRE(cfg.Set("cleanup.policy", "compact").ok());
+  cfg.retention_bytes = 0;
+  cfg.retention_ms = 0;
+  auto log = OpenLog(dir.path(), cfg);
+  AppendBatches(log.get(), 40, 3, 20, 1);
+  REQUIRE(log->Segments().size() > 1);
+  CHECK(log->ApplyRetention().value() == 0);
+  REQUIRE(cfg.Set("cleanup.policy", "compact,delete").ok());
+  log->UpdateConfig(cfg);
+  CHECK(log->ApplyRetention().value() > 0);
+}
+
 TEST_CASE("a read result keeps a deleted segment's bytes readable") {
   TempDir dir;
   LogConfig cfg = SmallConfig();
@@ -446,7 +461,11 @@ TEST_CASE("append with offsets keeps the given offsets, allows gaps and refuses 
   CHECK(r->base_offset == Offset(5));
   CHECK(r->last_offset == Offset(22));
   CHECK(log->log_end_offset() == Offset(23));
-  CHECK(ReadAllFrom(*log, 0) == two);
+  // An empty log starts where the first batch given to it does.
+  CHECK(log->log_start_offset() == Offset(5));
+  CHECK(log->Segments().front().base_offset == Offset(5));
+  CHECK(!PathExists(dir / SegName(0, ".log")));
+  CHECK(ReadAllFrom(*log, 5) == two);
   s.base_offset = 22;
   std::string back = MakeBatch(s);
   CHECK(log->AppendWithOffsets(back).status().code() == Status::Code::kInvalidArgument);

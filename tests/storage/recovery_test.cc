@@ -104,7 +104,16 @@ TEST_CASE("recovery truncates a torn tail and keeps every whole batch before it"
   TempDir dir;
   LogConfig cfg;  // one segment
   cfg.index_interval_bytes = 100;
-  auto sizes = Fill(dir.path(), 12, cfg);
+  auto sizes = Fill(dir.path(), 11, cfg);
+  {
+    // A small last batch (2 records, 1-byte values) keeps the number of cuts modest.
+    auto log = PartitionLog::Open(dir.path(), cfg, {});
+    REQUIRE(log.ok());
+    std::string b = MakeBatch(2, 1, 5000);
+    REQUIRE((*log)->Append(&b).ok());
+    sizes.push_back(static_cast<int64_t>(b.size()));
+    REQUIRE((*log)->Close().ok());
+  }
   std::string path = dir / SegName(0, ".log");
   const std::string full = Slurp(path);
   const int64_t last = sizes.back();
@@ -116,20 +125,27 @@ TEST_CASE("recovery truncates a torn tail and keeps every whole batch before it"
     WriteBytes(path, std::string_view(full).substr(0, static_cast<size_t>(prefix + cut)));
     WriteBytes(dir / SegName(0, ".index"), index);
     WriteBytes(dir / SegName(0, ".timeindex"), tindex);
+    // Every cut recovers from an unclean shutdown; every few also after a "clean" one (the
+    // tail scan catches it too) and then take appends again (fsync-heavy, hence not all).
+    const bool full_check = cut % 8 == 1;
     for (bool clean : {false, true}) {
-      auto log = Reopen(dir.path(), cfg, clean, clean ? 24 : 0);
-      REQUIRE_MESSAGE(log.ok(), log.status().ToString());
-      CHECK((*log)->log_end_offset() == Offset(22));
-      CHECK(ReadEverything(**log) == full.substr(0, static_cast<size_t>(prefix)));
-      CHECK(static_cast<int64_t>(Slurp(path).size()) == prefix);
-      // The log takes appends again at the right offset.
-      std::string b = MakeBatch(2);
-      auto r = (*log)->Append(&b);
-      REQUIRE(r.ok());
-      CHECK(r->base_offset == Offset(22));
-      REQUIRE((*log)->TruncateTo(Offset(22)).ok());
-      REQUIRE((*log)->Close().ok());
+      if (clean && !full_check) continue;
+      {
+        auto log = Reopen(dir.path(), cfg, clean, clean ? 24 : 0);
+        REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+        CHECK((*log)->log_end_offset() == Offset(22));
+        CHECK(ReadEverything(**log) == full.substr(0, static_cast<size_t>(prefix)));
+        CHECK(static_cast<int64_t>(Slurp(path).size()) == prefix);
+        if (full_check) {
+          std::string b = MakeBatch(2);
+          auto r = (*log)->Append(&b);
+          REQUIRE(r.ok());
+          CHECK(r->base_offset == Offset(22));
+        }
+      }
       WriteBytes(path, std::string_view(full).substr(0, static_cast<size_t>(prefix + cut)));
+      WriteBytes(dir / SegName(0, ".index"), index);
+      WriteBytes(dir / SegName(0, ".timeindex"), tindex);
     }
   }
 }
