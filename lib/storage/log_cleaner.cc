@@ -492,6 +492,7 @@ Cleanability LogCleaner::Measure(const PartitionLog& log, int64_t now_ms,
 Result<CleanStats> LogCleaner::CleanPartitionOnce(PartitionLog* log, int64_t now_ms,
                                                   Offset uncleanable_from) {
   std::lock_guard pass(pass_mu_);
+  if (log->read_only()) return Status::InvalidArgument(log->dir() + " is open read-only");
   const LogConfig cfg = log->config();
   if (!cfg.compact())
     return Status::InvalidArgument(log->dir() + ": cleanup.policy is " + cfg.cleanup_policy +

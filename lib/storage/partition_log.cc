@@ -522,6 +522,7 @@ std::vector<SegmentInfo> PartitionLog::Segments() const {
 }
 
 const std::string& PartitionLog::dir() const { return impl_->dir; }
+bool PartitionLog::read_only() const { return impl_->read_only; }
 const LogConfig& PartitionLog::config() const { return impl_->config; }
 
 void PartitionLog::UpdateConfig(const LogConfig& config) {

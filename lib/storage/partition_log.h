@@ -110,6 +110,7 @@ class PartitionLog {
   int64_t size_bytes() const;
   std::vector<SegmentInfo> Segments() const;
   const std::string& dir() const;
+  bool read_only() const;
   const LogConfig& config() const;
   void UpdateConfig(const LogConfig& config);
 
