@@ -677,7 +677,26 @@ Result<bool> LogCleaner::CleanDirtiestOnce(DataDir* dd, int64_t now_ms) {
   std::shared_ptr<PartitionLog> best;
   double best_ratio = -1;
   std::shared_ptr<PartitionLog> expired;
-  for (const TopicInfo& t : dd->ListTopics()) {
+  std::vector<TopicInfo> topics = dd->ListTopics();
+  {
+    // Checkpoints of deleted topics go, so that a topic created again under the same name
+    // starts clean.
+    std::lock_guard l(mu_);
+    bool pruned = false;
+    for (auto it = checkpoints_.begin(); it != checkpoints_.end();) {
+      bool live = std::any_of(topics.begin(), topics.end(),
+                              [&](const TopicInfo& t) { return t.name == it->first.first; });
+      if (live) {
+        ++it;
+      } else {
+        horizons_.erase(it->first);
+        it = checkpoints_.erase(it);
+        pruned = true;
+      }
+    }
+    if (pruned) SILT_TRY(WriteCheckpointLocked());
+  }
+  for (const TopicInfo& t : topics) {
     auto cfg = dd->TopicConfig(t.name);
     if (!cfg.ok() || !cfg->compact()) continue;
     for (int32_t p : t.partition_ids) {

@@ -736,6 +736,48 @@ TEST_CASE("the background cleaner picks compacted partitions over the dirty rati
   auto again = cleaner.CleanDirtiestOnce(dd->get(), NowMs().value());
   REQUIRE(again.ok());
   CHECK_FALSE(again.value());
+  // A deleted topic's checkpoint goes with it.
+  REQUIRE((*dd)->DeleteTopic("compacted").ok());
+  REQUIRE(cleaner.CleanDirtiestOnce(dd->get(), NowMs().value()).ok());
+  CHECK(cleaner.CheckpointFor("compacted", 0) == kInvalidOffset);
+  CHECK(Slurp(tmp / kCleanerCheckpointFile) == "0\n0\n");
+  REQUIRE((*dd)->Close().ok());
+}
+
+TEST_CASE("a cleaning round takes the dirtiest partition and skips those under the ratio") {
+  TempDir tmp;
+  auto dd = DataDir::Open(tmp.path(), {});
+  REQUIRE(dd.ok());
+  REQUIRE((*dd)->CreateTopic("a", 1, {{"cleanup.policy", "compact"}}).ok());
+  REQUIRE((*dd)->CreateTopic("b", 1, {{"cleanup.policy", "compact,delete"}}).ok());
+  PartitionLog* a = (*dd)->Partition("a", 0).value();
+  PartitionLog* b = (*dd)->Partition("b", 0).value();
+  std::string big(400, 'x');
+  for (PartitionLog* log : {a, b}) {
+    for (int i = 0; i < 20; ++i) Append(log, {{Cat("k", i), big}});
+    REQUIRE(log->Roll().ok());
+  }
+  LogCleaner cleaner(tmp.path());
+  Clean(cleaner, a);
+  Clean(cleaner, b);
+  // a: most of the log is new (dirty); b: a small new tail.
+  for (int i = 0; i < 40; ++i) Append(a, {{Cat("k", i % 20), big}});
+  REQUIRE(a->Roll().ok());
+  Append(b, {{"k0", big}});
+  REQUIRE(b->Roll().ok());
+  CHECK(cleaner.Measure(*a, 0).ratio() > 0.5);
+  CHECK(cleaner.Measure(*b, 0).ratio() < 0.5);
+  Offset b_checkpoint = cleaner.CheckpointFor("b", 0);
+
+  auto r = cleaner.CleanDirtiestOnce(dd->get(), 0);
+  REQUIRE(r.ok());
+  CHECK(r.value());
+  CHECK(cleaner.CheckpointFor("a", 0) == a->log_end_offset());
+  CHECK(AllRecords(*a).size() == 20);
+  r = cleaner.CleanDirtiestOnce(dd->get(), 0);
+  REQUIRE(r.ok());
+  CHECK_FALSE(r.value());
+  CHECK(cleaner.CheckpointFor("b", 0) == b_checkpoint);
   REQUIRE((*dd)->Close().ok());
 }
 
