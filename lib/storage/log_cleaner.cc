@@ -266,8 +266,9 @@ Status FilterBatch(std::string_view batch, const format::BatchHeader& h, const O
 
   const bool all_kept = outcome->kept == outcome->records;
   const bool needs_stamp = outcome->tombstone_kept && !h.has_delete_horizon();
-  if (outcome->tombstone_kept) *horizon_kept = std::min(*horizon_kept,
-      h.has_delete_horizon() ? h.base_timestamp : HorizonFor(now_ms, cfg.delete_retention_ms));
+  const int64_t horizon =
+      h.has_delete_horizon() ? h.base_timestamp : HorizonFor(now_ms, cfg.delete_retention_ms);
+  if (outcome->tombstone_kept) *horizon_kept = std::min(*horizon_kept, horizon);
   if (all_kept && !needs_stamp) {
     out->assign(batch);
     return Status::OK();
@@ -280,8 +281,7 @@ Status FilterBatch(std::string_view batch, const format::BatchHeader& h, const O
     o.base_timestamp = h.max_timestamp;
   } else if (outcome->tombstone_kept) {
     o.delete_horizon = true;
-    o.base_timestamp = h.has_delete_horizon() ? h.base_timestamp
-                                              : HorizonFor(now_ms, cfg.delete_retention_ms);
+    o.base_timestamp = horizon;
   } else {
     // Without the horizon bit the base is the original's, or the first record's when the
     // original's base was a horizon.
