@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
@@ -195,7 +196,12 @@ int64_t HorizonFor(int64_t now_ms, int64_t delete_retention_ms) {
   return now_ms + delete_retention_ms;
 }
 
-using OffsetMap = std::unordered_map<std::string, int64_t>;
+// Keys are looked up by string_view, without a copy per record.
+struct KeyHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view k) const { return std::hash<std::string_view>()(k); }
+};
+using OffsetMap = std::unordered_map<std::string, int64_t, KeyHash, std::equal_to<>>;
 
 // What happened to one batch.
 struct BatchOutcome {
@@ -247,7 +253,7 @@ Status FilterBatch(std::string_view batch, const format::BatchHeader& h, const O
     ++outcome->records;
     bool keep = true;
     if (!r.key_null) {
-      auto it = map.find(std::string(r.key));
+      auto it = map.find(r.key);
       if (it != map.end() && it->second > r.offset) {
         keep = false;  // a later record of the key exists
       } else if (r.value_null) {
@@ -528,11 +534,13 @@ Result<CleanStats> LogCleaner::CleanPartitionOnce(PartitionLog* log, int64_t now
       SILT_ASSIGN_OR_RETURN(format::RecordBatchView view, format::RecordBatchView::Parse(batch));
       SILT_TRY(view.ForEachRecord([&](const format::RecordView& r) {
         if (r.key_null || Offset(r.offset) < m.first_dirty) return true;
-        auto [it, inserted] = map.try_emplace(std::string(r.key), r.offset);
-        if (inserted)
-          map_bytes += static_cast<int64_t>(r.key.size()) + kMapEntryOverhead;
-        else
+        auto it = map.find(r.key);
+        if (it != map.end()) {
           it->second = r.offset;
+        } else {
+          map.emplace(std::string(r.key), r.offset);
+          map_bytes += static_cast<int64_t>(r.key.size()) + kMapEntryOverhead;
+        }
         return true;
       }));
     }
