@@ -5,8 +5,7 @@
 #   examples/alert-on-5xx.sh
 #
 # silt consume -f sleeps until the topic changes (inotify), so this costs nothing while the
-# site is quiet. -o end starts with new requests; use -g alerts instead to resume where the last
-# run stopped. The template prints the partition and offset in front of each line, so a record
+# site is quiet. -o end starts with new requests. The template prints the partition and offset in front of each line, so a record
 # can be looked up later with `silt consume -t nginx-access -p P -o OFFSET -c 1`.
 #
 # Environment: SILT (binary, default silt), TOPIC (default nginx-access), SILT_DATA_DIR.
