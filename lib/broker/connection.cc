@@ -287,9 +287,11 @@ void Connection::SendSlice() {
     }
     // n == 0: the file is shorter than the slice (truncated under us). The response length is
     // already promised, so the only honest thing left is to close.
+    // A peer that went away is routine; anything else is worth a warning.
+    bool routine = n < 0 && (errno == EPIPE || errno == ECONNRESET);
     CloseOnStrand(n == 0 ? "segment file shorter than expected during sendfile"
                          : std::string("sendfile: ") + std::strerror(errno),
-                  true);
+                  !routine);
     return;
   }
   ++write_part_;

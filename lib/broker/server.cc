@@ -54,6 +54,10 @@ void Server::Impl::Accept() {
                                                       asio::ip::tcp::socket socket) {
     if (ec) {
       if (ec == asio::error::operation_aborted) return;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!accepting) return;  // the acceptor was closed by Shutdown()
+      }
       // EMFILE and friends: log, back off briefly, keep accepting.
       LogWarn("accept: " + ec.message());
       auto timer = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(100));

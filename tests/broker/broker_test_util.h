@@ -19,6 +19,7 @@
 #include "base/file.h"
 #include "broker/broker.h"
 #include "broker/config.h"
+#include "broker/dispatch.h"
 #include "broker/logging.h"
 #include "broker/server.h"
 #include "format/record_batch.h"

@@ -21,6 +21,7 @@ def main():
         admin = AdminClient({"bootstrap.servers": broker.address})
         futures = admin.create_topics([NewTopic("ck", num_partitions=3, replication_factor=1)])
         futures["ck"].result(timeout=15)
+        del admin
 
         delivered = {}
 
@@ -42,6 +43,7 @@ def main():
                 p.poll(0)
         assert p.flush(30) == 0, "messages left undelivered"
         assert len(delivered) == N, len(delivered)
+        del p
 
         c = Consumer({
             "bootstrap.servers": broker.address,

@@ -87,8 +87,8 @@ def main():
         print("ok: all %d acknowledged records present after restart" % len(acked))
         broker.stop()
 
-        help_rc = subprocess.run([broker.silt, "verify-crc", "--help"], capture_output=True).returncode
-        if help_rc != 0:
+        top_help = subprocess.run([broker.silt, "--help"], capture_output=True, text=True).stdout
+        if "verify-crc" not in top_help:
             print("SKIP (verify-crc part only): this build has no `silt verify-crc` command yet")
         else:
             r = subprocess.run([broker.silt, "verify-crc", broker.data_dir], capture_output=True,
