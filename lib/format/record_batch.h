@@ -29,8 +29,9 @@ struct Record {
   std::vector<Header> headers;
 };
 
-// A record decoded in place: views point into the batch's (decompressed) records block and
-// stay valid as long as that block does.
+// A record decoded in place. For an uncompressed batch the views point into the batch bytes;
+// for a compressed one they point into a buffer that lives only during the ForEachRecord call,
+// so copy (ToRecord) what must outlive the callback.
 struct RecordView {
   int64_t offset = 0;
   int64_t timestamp = -1;
@@ -59,6 +60,7 @@ class RecordBatchBuilder {
     bool transactional = false;
     bool control = false;
     bool log_append_time = false;
+    bool snappy_xerial = true;  // snappy framing (see compression.h)
   };
   explicit RecordBatchBuilder(Options options);
 
@@ -80,6 +82,7 @@ class RecordBatchBuilder {
  private:
   Options options_;
   std::string records_;  // encoded records, uncompressed
+  std::string scratch_;  // one record's body while its length is unknown
   int32_t count_ = 0;
   int64_t first_ts_ = -1;
   int64_t max_ts_ = -1;
@@ -90,13 +93,20 @@ struct ValidateLimits {
   int64_t max_batch_size = INT32_MAX;
   // A batch whose records inflate past this many bytes is rejected (TooLarge), never allocated.
   int64_t max_uncompressed_size = 64LL * 1024 * 1024;
+  // Parse() checks the CRC-32C unless this is false (dump tools that show damaged batches).
+  bool verify_crc = true;
+  // What a broker demands of a produced batch: offset deltas exactly 0, 1, ..., lastOffsetDelta.
+  // Off by default because compaction legitimately leaves gaps (deltas still increase strictly
+  // and stay within 0..lastOffsetDelta).
+  bool contiguous_offsets = false;
 };
 
 // A read-only view over one complete batch. Construct with Parse(); the bytes must outlive it.
 class RecordBatchView {
  public:
   // Framing + CRC check of the batch at the start of `data` (see CheckBatchFraming); the view
-  // covers exactly that batch. Truncated when `data` ends mid-batch.
+  // covers exactly that batch, so bytes after it are the caller's business (the next batch).
+  // Truncated when `data` ends mid-batch; Corruption for a bad magic, length or CRC.
   static Result<RecordBatchView> Parse(std::string_view data, const ValidateLimits& limits = {});
 
   const BatchHeader& header() const { return header_; }
@@ -104,17 +114,31 @@ class RecordBatchView {
 
   // Decompresses (bounded by limits) and decodes every record, checking: each record's length
   // fits, recordsCount equals the records actually present, offset deltas strictly increase
-  // from 0 and the last equals lastOffsetDelta, no trailing bytes.
-  // Calls fn for each record; stops early (OK) if fn returns false.
+  // within 0..lastOffsetDelta (exactly 0..lastOffsetDelta with limits.contiguous_offsets),
+  // timestamps neither overflow nor go below -1, lengths and header counts fit, no bytes trail
+  // the last record, and a control batch's records have a 4-byte key (version, type).
+  // Calls fn for each record; stops early (OK) if fn returns false. Records of a LogAppendTime
+  // batch carry the batch's maxTimestamp, as Kafka presents them.
+  // Corruption for malformed records, TooLarge past limits.max_uncompressed_size.
   Status ForEachRecord(const std::function<bool(const RecordView&)>& fn,
                        const ValidateLimits& limits = {}) const;
   // Full validation without a callback (what the broker runs on produce).
   Status Validate(const ValidateLimits& limits = {}) const;
   Result<std::vector<Record>> Records(const ValidateLimits& limits = {}) const;
 
+  // The records block as stored (compressed when the batch is).
+  std::string_view records_block() const { return bytes_.substr(kBatchHeaderSize); }
+
  private:
+  RecordBatchView(const BatchHeader& h, std::string_view bytes) : header_(h), bytes_(bytes) {}
+
   BatchHeader header_;
   std::string_view bytes_;
 };
+
+// Control records (control batches): key = version:int16, type:int16.
+enum class ControlType : int16_t { kAbort = 0, kCommit = 1, kLeaderChange = 2, kUnknown = -1 };
+// The type in a control record's key, or kUnknown when the key is shorter than 4 bytes.
+ControlType ParseControlType(std::string_view key);
 
 }  // namespace silt::format

@@ -1,0 +1,285 @@
+#include "format/record_batch.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "base/clock.h"
+#include "base/coding.h"
+#include "format/compression.h"
+
+namespace silt::format {
+
+namespace {
+
+// Smallest record: length, attributes, timestampDelta, offsetDelta, keyLength, valueLength,
+// headersCount, one byte each.
+constexpr size_t kMinRecordSize = 7;
+// Smallest header: headerKeyLength (0) and headerValueLength (-1).
+constexpr size_t kMinHeaderSize = 2;
+
+void WriteNullableBytes(ByteWriter& w, bool null, std::string_view b) {
+  if (null) {
+    w.Varint(-1);
+    return;
+  }
+  w.Varint(static_cast<int32_t>(b.size()));
+  w.Raw(b);
+}
+
+// Reads a varint length and that many bytes; -1 (when allowed) is null.
+bool ReadVarBytes(ByteReader& r, bool allow_null, bool* null, std::string_view* out) {
+  int32_t len;
+  if (!r.Varint(&len)) return false;
+  if (len == -1 && allow_null) {
+    *null = true;
+    *out = {};
+    return true;
+  }
+  if (len < 0) return false;
+  *null = false;
+  return r.Bytes(static_cast<size_t>(len), out);
+}
+
+Status RecordError(int index, const std::string& what) {
+  return Status::Corruption("record " + std::to_string(index) + ": " + what);
+}
+
+}  // namespace
+
+Record RecordView::ToRecord() const {
+  Record r;
+  r.offset = offset;
+  r.timestamp = timestamp;
+  if (!key_null) r.key = std::string(key);
+  if (!value_null) r.value = std::string(value);
+  r.headers.reserve(headers.size());
+  for (const auto& [k, v] : headers) {
+    Header h;
+    h.key = std::string(k);
+    if (v) h.value = std::string(*v);
+    r.headers.push_back(std::move(h));
+  }
+  return r;
+}
+
+ControlType ParseControlType(std::string_view key) {
+  if (key.size() < 4) return ControlType::kUnknown;
+  return static_cast<ControlType>(static_cast<int16_t>(DecodeBE16(key.data() + 2)));
+}
+
+// ---- builder --------------------------------------------------------------------------------
+
+RecordBatchBuilder::RecordBatchBuilder(Options options) : options_(options) {}
+
+void RecordBatchBuilder::Add(
+    const std::optional<std::string_view>& key, const std::optional<std::string_view>& value,
+    int64_t timestamp,
+    const std::vector<std::pair<std::string_view, std::optional<std::string_view>>>& headers) {
+  if (timestamp < 0) timestamp = NowMs().value();
+  if (count_ == 0) {
+    first_ts_ = options_.base_timestamp >= 0 ? options_.base_timestamp : timestamp;
+    max_ts_ = timestamp;
+  }
+  max_ts_ = std::max(max_ts_, timestamp);
+
+  scratch_.clear();
+  ByteWriter w(&scratch_);
+  w.I8(0);                          // attributes
+  w.Varlong(timestamp - first_ts_);  // timestampDelta
+  w.Varint(count_);                  // offsetDelta
+  WriteNullableBytes(w, !key.has_value(), key.value_or(std::string_view()));
+  WriteNullableBytes(w, !value.has_value(), value.value_or(std::string_view()));
+  w.Varint(static_cast<int32_t>(headers.size()));  // headersCount
+  for (const auto& [hk, hv] : headers) {
+    WriteNullableBytes(w, false, hk);
+    WriteNullableBytes(w, !hv.has_value(), hv.value_or(std::string_view()));
+  }
+
+  ByteWriter out(&records_);
+  out.Varint(static_cast<int32_t>(scratch_.size()));  // length
+  out.Raw(scratch_);
+  ++count_;
+}
+
+void RecordBatchBuilder::Add(const Record& r) {
+  std::vector<std::pair<std::string_view, std::optional<std::string_view>>> headers;
+  headers.reserve(r.headers.size());
+  for (const auto& h : r.headers) {
+    headers.emplace_back(h.key, h.value ? std::optional<std::string_view>(*h.value)
+                                        : std::nullopt);
+  }
+  Add(r.key ? std::optional<std::string_view>(*r.key) : std::nullopt,
+      r.value ? std::optional<std::string_view>(*r.value) : std::nullopt, r.timestamp, headers);
+}
+
+int RecordBatchBuilder::record_count() const { return count_; }
+
+size_t RecordBatchBuilder::uncompressed_size() const { return records_.size(); }
+
+Result<std::string> RecordBatchBuilder::Finish() {
+  int16_t attributes = static_cast<int16_t>(options_.compression) & kCompressionMask;
+  if (options_.log_append_time) attributes |= kTimestampTypeBit;
+  if (options_.transactional) attributes |= kTransactionalBit;
+  if (options_.control) attributes |= kControlBit;
+
+  std::string batch;
+  batch.reserve(kBatchHeaderSize + records_.size());
+  ByteWriter w(&batch);
+  // Spec order; the fields marked "patched" are filled in once the records are written.
+  w.I64(options_.base_offset);                                   // baseOffset
+  w.I32(0);                                                      // batchLength (patched)
+  w.I32(options_.partition_leader_epoch);                        // partitionLeaderEpoch
+  w.I8(kMagicV2);                                                // magic
+  w.U32(0);                                                      // crc (patched)
+  w.I16(attributes);                                             // attributes
+  w.I32(0);                                                      // lastOffsetDelta (patched)
+  w.I64(count_ > 0 ? first_ts_ : options_.base_timestamp);       // baseTimestamp
+  w.I64(0);                                                      // maxTimestamp (patched)
+  w.I64(options_.producer_id);                                   // producerId
+  w.I16(options_.producer_epoch);                                // producerEpoch
+  w.I32(options_.base_sequence);                                 // baseSequence
+  w.I32(0);                                                      // recordsCount (patched)
+
+  if (options_.compression == Compression::kNone) {
+    w.Raw(records_);
+  } else {
+    CompressOptions co;
+    co.level = options_.compression_level;
+    co.snappy_xerial = options_.snappy_xerial;
+    SILT_TRY(Compress(options_.compression, records_, co, &batch));
+  }
+  if (batch.size() - kLogOverhead > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    return Status::TooLarge("batch exceeds 2 GiB");
+
+  w.PatchI32(kBatchLengthOffset, static_cast<int32_t>(batch.size() - kLogOverhead));
+  w.PatchI32(kLastOffsetDeltaOffset, count_ > 0 ? count_ - 1 : 0);
+  w.PatchI64(kMaxTimestampOffset, count_ > 0 ? max_ts_ : options_.base_timestamp);
+  w.PatchI32(kRecordsCountOffset, count_);
+  w.PatchU32(kCrcOffset, ComputeBatchCrc(batch));
+
+  records_.clear();
+  count_ = 0;
+  first_ts_ = -1;
+  max_ts_ = -1;
+  return batch;
+}
+
+// ---- view -----------------------------------------------------------------------------------
+
+Result<RecordBatchView> RecordBatchView::Parse(std::string_view data, const ValidateLimits& limits) {
+  FramingLimits fl;
+  fl.max_batch_size = limits.max_batch_size;
+  fl.verify_crc = limits.verify_crc;
+  BatchHeader h;
+  SILT_TRY(CheckBatchFraming(data, fl, &h));
+  return RecordBatchView(h, data.substr(0, static_cast<size_t>(h.size())));
+}
+
+Status RecordBatchView::ForEachRecord(const std::function<bool(const RecordView&)>& fn,
+                                      const ValidateLimits& limits) const {
+  const BatchHeader& h = header_;
+  std::string inflated;
+  std::string_view block = records_block();
+  Compression codec = h.compression();
+  if (static_cast<int>(codec) > static_cast<int>(Compression::kZstd))
+    return Status::Corruption("unknown compression codec " + std::to_string(static_cast<int>(codec)));
+  if (codec != Compression::kNone) {
+    Status s = Decompress(codec, block, limits.max_uncompressed_size, &inflated);
+    if (!s.ok()) return s.WithContext("records block");
+    block = inflated;
+  }
+  if (h.records_count < 0 || static_cast<uint64_t>(h.records_count) > block.size() / kMinRecordSize)
+    return Status::Corruption("recordsCount " + std::to_string(h.records_count) +
+                              " cannot fit in a records block of " + std::to_string(block.size()) +
+                              " bytes");
+  if (h.records_count > static_cast<int64_t>(h.last_offset_delta) + 1)
+    return Status::Corruption("recordsCount " + std::to_string(h.records_count) +
+                              " exceeds lastOffsetDelta + 1 = " +
+                              std::to_string(static_cast<int64_t>(h.last_offset_delta) + 1));
+
+  ByteReader in(block);
+  RecordView rv;
+  int64_t prev_delta = -1;
+  for (int32_t i = 0; i < h.records_count; ++i) {
+    if (in.empty())
+      return Status::Corruption("recordsCount is " + std::to_string(h.records_count) +
+                                " but the block holds only " + std::to_string(i) + " records");
+    int32_t length;
+    std::string_view body;
+    if (!in.Varint(&length)) return RecordError(i, "malformed length");
+    if (length < 0 || !in.Bytes(static_cast<size_t>(length), &body))
+      return RecordError(i, "length " + std::to_string(length) + " overruns the batch");
+
+    ByteReader r(body);
+    int8_t attributes;
+    int64_t ts_delta;
+    int32_t offset_delta;
+    if (!r.I8(&attributes) || !r.Varlong(&ts_delta) || !r.Varint(&offset_delta))
+      return RecordError(i, "malformed attributes, timestampDelta or offsetDelta");
+    if (offset_delta <= prev_delta || offset_delta > h.last_offset_delta)
+      return RecordError(i, "offsetDelta " + std::to_string(offset_delta) +
+                                " is not above the previous " + std::to_string(prev_delta) +
+                                " and within lastOffsetDelta " +
+                                std::to_string(h.last_offset_delta));
+    if (limits.contiguous_offsets && offset_delta != i)
+      return RecordError(i, "offsetDelta " + std::to_string(offset_delta) + ", expected " +
+                                std::to_string(i));
+    prev_delta = offset_delta;
+
+    int64_t ts;
+    if (__builtin_add_overflow(h.base_timestamp, ts_delta, &ts) || ts < -1)
+      return RecordError(i, "timestampDelta " + std::to_string(ts_delta) +
+                                " gives an invalid timestamp from baseTimestamp " +
+                                std::to_string(h.base_timestamp));
+
+    if (!ReadVarBytes(r, true, &rv.key_null, &rv.key)) return RecordError(i, "malformed key");
+    if (!ReadVarBytes(r, true, &rv.value_null, &rv.value))
+      return RecordError(i, "malformed value");
+    int32_t header_count;
+    if (!r.Varint(&header_count) || header_count < 0 ||
+        static_cast<size_t>(header_count) > r.remaining() / kMinHeaderSize)
+      return RecordError(i, "headersCount is malformed or larger than the record");
+    rv.headers.clear();
+    for (int32_t j = 0; j < header_count; ++j) {
+      bool null_key, null_value;
+      std::string_view hk, hv;
+      if (!ReadVarBytes(r, false, &null_key, &hk))
+        return RecordError(i, "header " + std::to_string(j) + " has a malformed key");
+      if (!ReadVarBytes(r, true, &null_value, &hv))
+        return RecordError(i, "header " + std::to_string(j) + " has a malformed value");
+      rv.headers.emplace_back(hk, null_value ? std::nullopt : std::optional<std::string_view>(hv));
+    }
+    if (!r.empty())
+      return RecordError(i, std::to_string(r.remaining()) + " bytes follow the last header");
+    if (h.control() && (rv.key_null || rv.key.size() < 4))
+      return RecordError(i, "a control record needs a 4-byte key (version, type)");
+
+    rv.offset = h.base_offset + offset_delta;
+    rv.timestamp = h.log_append_time() ? h.max_timestamp : ts;
+    if (!fn(rv)) return Status::OK();
+  }
+  if (!in.empty())
+    return Status::Corruption(std::to_string(in.remaining()) + " bytes follow the last of " +
+                              std::to_string(h.records_count) + " records");
+  if (limits.contiguous_offsets && h.records_count != static_cast<int64_t>(h.last_offset_delta) + 1)
+    return Status::Corruption("lastOffsetDelta " + std::to_string(h.last_offset_delta) +
+                              " does not match recordsCount " + std::to_string(h.records_count));
+  return Status::OK();
+}
+
+Status RecordBatchView::Validate(const ValidateLimits& limits) const {
+  return ForEachRecord([](const RecordView&) { return true; }, limits);
+}
+
+Result<std::vector<Record>> RecordBatchView::Records(const ValidateLimits& limits) const {
+  std::vector<Record> out;
+  SILT_TRY(ForEachRecord(
+      [&](const RecordView& rv) {
+        out.push_back(rv.ToRecord());
+        return true;
+      },
+      limits));
+  return out;
+}
+
+}  // namespace silt::format
