@@ -149,6 +149,11 @@ void Connection::OnFrame(const asio::error_code& ec, size_t) {
   reading_ = false;
   if (closed_) return;
   if (ec) {
+    if (stop_reading_) {
+      // Shutdown cut this read short; requests read before it are still answered.
+      if (slots_.empty() && !writing_) CloseOnStrand("", false);
+      return;
+    }
     CloseOnStrand(ec == asio::error::eof ? "closed by peer mid-request" : ec.message(), false);
     return;
   }
