@@ -1,0 +1,72 @@
+// The supported-API table. See api_table.h.
+#include "protocol/api_table.h"
+
+#include <array>
+
+namespace silt::protocol {
+
+namespace {
+
+// Version ranges: design.md's protocol scope. First flexible versions: the "flexibleVersions"
+// of Kafka's message schemas (clients/src/main/resources/common/message/*Request.json).
+constexpr std::array kApis = {
+    //      key                         name                   min max flex
+    ApiInfo{ApiKey::kProduce,           "Produce",             3,  8,  9},
+    ApiInfo{ApiKey::kFetch,             "Fetch",               4,  11, 12},
+    ApiInfo{ApiKey::kListOffsets,       "ListOffsets",         0,  5,  6},
+    ApiInfo{ApiKey::kMetadata,          "Metadata",            0,  8,  9},
+    ApiInfo{ApiKey::kOffsetCommit,      "OffsetCommit",        0,  7,  8},
+    ApiInfo{ApiKey::kOffsetFetch,       "OffsetFetch",         0,  5,  6},
+    ApiInfo{ApiKey::kFindCoordinator,   "FindCoordinator",     0,  2,  3},
+    ApiInfo{ApiKey::kJoinGroup,         "JoinGroup",           0,  5,  6},
+    ApiInfo{ApiKey::kHeartbeat,         "Heartbeat",           0,  3,  4},
+    ApiInfo{ApiKey::kLeaveGroup,        "LeaveGroup",          0,  3,  4},
+    ApiInfo{ApiKey::kSyncGroup,         "SyncGroup",           0,  3,  4},
+    ApiInfo{ApiKey::kDescribeGroups,    "DescribeGroups",      0,  4,  5},
+    ApiInfo{ApiKey::kListGroups,        "ListGroups",          0,  2,  3},
+    ApiInfo{ApiKey::kApiVersions,       "ApiVersions",         0,  3,  3},
+    ApiInfo{ApiKey::kCreateTopics,      "CreateTopics",        0,  4,  5},
+    ApiInfo{ApiKey::kDeleteTopics,      "DeleteTopics",        0,  3,  4},
+    ApiInfo{ApiKey::kDeleteRecords,     "DeleteRecords",       0,  1,  2},
+    ApiInfo{ApiKey::kInitProducerId,    "InitProducerId",      0,  1,  2},
+    ApiInfo{ApiKey::kOffsetForLeaderEpoch, "OffsetForLeaderEpoch", 0, 3, 4},
+    ApiInfo{ApiKey::kDescribeConfigs,   "DescribeConfigs",     0,  3,  4},
+    ApiInfo{ApiKey::kCreatePartitions,  "CreatePartitions",    0,  1,  2},
+};
+
+}  // namespace
+
+std::span<const ApiInfo> SupportedApis() { return kApis; }
+
+const ApiInfo* FindApi(int16_t api_key) {
+  for (const ApiInfo& a : kApis) {
+    if (static_cast<int16_t>(a.key) == api_key) return &a;
+  }
+  return nullptr;
+}
+
+const char* ApiName(int16_t api_key) {
+  const ApiInfo* a = FindApi(api_key);
+  return a ? a->name : "Unknown";
+}
+
+bool IsVersionSupported(int16_t api_key, int16_t version) {
+  const ApiInfo* a = FindApi(api_key);
+  return a != nullptr && version >= a->min_version && version <= a->max_version;
+}
+
+bool IsFlexibleVersion(int16_t api_key, int16_t version) {
+  const ApiInfo* a = FindApi(api_key);
+  return a != nullptr && version >= a->first_flexible_version;
+}
+
+int16_t RequestHeaderVersion(int16_t api_key, int16_t version) {
+  return IsFlexibleVersion(api_key, version) ? 2 : 1;
+}
+
+int16_t ResponseHeaderVersion(int16_t api_key, int16_t version) {
+  if (api_key == static_cast<int16_t>(ApiKey::kApiVersions)) return 0;
+  return IsFlexibleVersion(api_key, version) ? 1 : 0;
+}
+
+}  // namespace silt::protocol

@@ -1,0 +1,190 @@
+// Kafka error codes: names and the Status mapping. See errors.h.
+#include "protocol/errors.h"
+
+namespace silt::protocol {
+
+const char* ErrorName(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::UNKNOWN_SERVER_ERROR: return "UNKNOWN_SERVER_ERROR";
+    case ErrorCode::NONE: return "NONE";
+    case ErrorCode::OFFSET_OUT_OF_RANGE: return "OFFSET_OUT_OF_RANGE";
+    case ErrorCode::CORRUPT_MESSAGE: return "CORRUPT_MESSAGE";
+    case ErrorCode::UNKNOWN_TOPIC_OR_PARTITION: return "UNKNOWN_TOPIC_OR_PARTITION";
+    case ErrorCode::INVALID_FETCH_SIZE: return "INVALID_FETCH_SIZE";
+    case ErrorCode::LEADER_NOT_AVAILABLE: return "LEADER_NOT_AVAILABLE";
+    case ErrorCode::NOT_LEADER_OR_FOLLOWER: return "NOT_LEADER_OR_FOLLOWER";
+    case ErrorCode::REQUEST_TIMED_OUT: return "REQUEST_TIMED_OUT";
+    case ErrorCode::BROKER_NOT_AVAILABLE: return "BROKER_NOT_AVAILABLE";
+    case ErrorCode::REPLICA_NOT_AVAILABLE: return "REPLICA_NOT_AVAILABLE";
+    case ErrorCode::MESSAGE_TOO_LARGE: return "MESSAGE_TOO_LARGE";
+    case ErrorCode::STALE_CONTROLLER_EPOCH: return "STALE_CONTROLLER_EPOCH";
+    case ErrorCode::OFFSET_METADATA_TOO_LARGE: return "OFFSET_METADATA_TOO_LARGE";
+    case ErrorCode::NETWORK_EXCEPTION: return "NETWORK_EXCEPTION";
+    case ErrorCode::COORDINATOR_LOAD_IN_PROGRESS: return "COORDINATOR_LOAD_IN_PROGRESS";
+    case ErrorCode::COORDINATOR_NOT_AVAILABLE: return "COORDINATOR_NOT_AVAILABLE";
+    case ErrorCode::NOT_COORDINATOR: return "NOT_COORDINATOR";
+    case ErrorCode::INVALID_TOPIC_EXCEPTION: return "INVALID_TOPIC_EXCEPTION";
+    case ErrorCode::RECORD_LIST_TOO_LARGE: return "RECORD_LIST_TOO_LARGE";
+    case ErrorCode::NOT_ENOUGH_REPLICAS: return "NOT_ENOUGH_REPLICAS";
+    case ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND: return "NOT_ENOUGH_REPLICAS_AFTER_APPEND";
+    case ErrorCode::INVALID_REQUIRED_ACKS: return "INVALID_REQUIRED_ACKS";
+    case ErrorCode::ILLEGAL_GENERATION: return "ILLEGAL_GENERATION";
+    case ErrorCode::INCONSISTENT_GROUP_PROTOCOL: return "INCONSISTENT_GROUP_PROTOCOL";
+    case ErrorCode::INVALID_GROUP_ID: return "INVALID_GROUP_ID";
+    case ErrorCode::UNKNOWN_MEMBER_ID: return "UNKNOWN_MEMBER_ID";
+    case ErrorCode::INVALID_SESSION_TIMEOUT: return "INVALID_SESSION_TIMEOUT";
+    case ErrorCode::REBALANCE_IN_PROGRESS: return "REBALANCE_IN_PROGRESS";
+    case ErrorCode::INVALID_COMMIT_OFFSET_SIZE: return "INVALID_COMMIT_OFFSET_SIZE";
+    case ErrorCode::TOPIC_AUTHORIZATION_FAILED: return "TOPIC_AUTHORIZATION_FAILED";
+    case ErrorCode::GROUP_AUTHORIZATION_FAILED: return "GROUP_AUTHORIZATION_FAILED";
+    case ErrorCode::CLUSTER_AUTHORIZATION_FAILED: return "CLUSTER_AUTHORIZATION_FAILED";
+    case ErrorCode::INVALID_TIMESTAMP: return "INVALID_TIMESTAMP";
+    case ErrorCode::UNSUPPORTED_SASL_MECHANISM: return "UNSUPPORTED_SASL_MECHANISM";
+    case ErrorCode::ILLEGAL_SASL_STATE: return "ILLEGAL_SASL_STATE";
+    case ErrorCode::UNSUPPORTED_VERSION: return "UNSUPPORTED_VERSION";
+    case ErrorCode::TOPIC_ALREADY_EXISTS: return "TOPIC_ALREADY_EXISTS";
+    case ErrorCode::INVALID_PARTITIONS: return "INVALID_PARTITIONS";
+    case ErrorCode::INVALID_REPLICATION_FACTOR: return "INVALID_REPLICATION_FACTOR";
+    case ErrorCode::INVALID_REPLICA_ASSIGNMENT: return "INVALID_REPLICA_ASSIGNMENT";
+    case ErrorCode::INVALID_CONFIG: return "INVALID_CONFIG";
+    case ErrorCode::NOT_CONTROLLER: return "NOT_CONTROLLER";
+    case ErrorCode::INVALID_REQUEST: return "INVALID_REQUEST";
+    case ErrorCode::UNSUPPORTED_FOR_MESSAGE_FORMAT: return "UNSUPPORTED_FOR_MESSAGE_FORMAT";
+    case ErrorCode::POLICY_VIOLATION: return "POLICY_VIOLATION";
+    case ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER: return "OUT_OF_ORDER_SEQUENCE_NUMBER";
+    case ErrorCode::DUPLICATE_SEQUENCE_NUMBER: return "DUPLICATE_SEQUENCE_NUMBER";
+    case ErrorCode::INVALID_PRODUCER_EPOCH: return "INVALID_PRODUCER_EPOCH";
+    case ErrorCode::INVALID_TXN_STATE: return "INVALID_TXN_STATE";
+    case ErrorCode::INVALID_PRODUCER_ID_MAPPING: return "INVALID_PRODUCER_ID_MAPPING";
+    case ErrorCode::INVALID_TRANSACTION_TIMEOUT: return "INVALID_TRANSACTION_TIMEOUT";
+    case ErrorCode::CONCURRENT_TRANSACTIONS: return "CONCURRENT_TRANSACTIONS";
+    case ErrorCode::TRANSACTION_COORDINATOR_FENCED: return "TRANSACTION_COORDINATOR_FENCED";
+    case ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED: return "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
+    case ErrorCode::SECURITY_DISABLED: return "SECURITY_DISABLED";
+    case ErrorCode::OPERATION_NOT_ATTEMPTED: return "OPERATION_NOT_ATTEMPTED";
+    case ErrorCode::KAFKA_STORAGE_ERROR: return "KAFKA_STORAGE_ERROR";
+    case ErrorCode::LOG_DIR_NOT_FOUND: return "LOG_DIR_NOT_FOUND";
+    case ErrorCode::SASL_AUTHENTICATION_FAILED: return "SASL_AUTHENTICATION_FAILED";
+    case ErrorCode::UNKNOWN_PRODUCER_ID: return "UNKNOWN_PRODUCER_ID";
+    case ErrorCode::REASSIGNMENT_IN_PROGRESS: return "REASSIGNMENT_IN_PROGRESS";
+    case ErrorCode::DELEGATION_TOKEN_AUTH_DISABLED: return "DELEGATION_TOKEN_AUTH_DISABLED";
+    case ErrorCode::DELEGATION_TOKEN_NOT_FOUND: return "DELEGATION_TOKEN_NOT_FOUND";
+    case ErrorCode::DELEGATION_TOKEN_OWNER_MISMATCH: return "DELEGATION_TOKEN_OWNER_MISMATCH";
+    case ErrorCode::DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: return "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED";
+    case ErrorCode::DELEGATION_TOKEN_AUTHORIZATION_FAILED: return "DELEGATION_TOKEN_AUTHORIZATION_FAILED";
+    case ErrorCode::DELEGATION_TOKEN_EXPIRED: return "DELEGATION_TOKEN_EXPIRED";
+    case ErrorCode::INVALID_PRINCIPAL_TYPE: return "INVALID_PRINCIPAL_TYPE";
+    case ErrorCode::NON_EMPTY_GROUP: return "NON_EMPTY_GROUP";
+    case ErrorCode::GROUP_ID_NOT_FOUND: return "GROUP_ID_NOT_FOUND";
+    case ErrorCode::FETCH_SESSION_ID_NOT_FOUND: return "FETCH_SESSION_ID_NOT_FOUND";
+    case ErrorCode::INVALID_FETCH_SESSION_EPOCH: return "INVALID_FETCH_SESSION_EPOCH";
+    case ErrorCode::LISTENER_NOT_FOUND: return "LISTENER_NOT_FOUND";
+    case ErrorCode::TOPIC_DELETION_DISABLED: return "TOPIC_DELETION_DISABLED";
+    case ErrorCode::FENCED_LEADER_EPOCH: return "FENCED_LEADER_EPOCH";
+    case ErrorCode::UNKNOWN_LEADER_EPOCH: return "UNKNOWN_LEADER_EPOCH";
+    case ErrorCode::UNSUPPORTED_COMPRESSION_TYPE: return "UNSUPPORTED_COMPRESSION_TYPE";
+    case ErrorCode::STALE_BROKER_EPOCH: return "STALE_BROKER_EPOCH";
+    case ErrorCode::OFFSET_NOT_AVAILABLE: return "OFFSET_NOT_AVAILABLE";
+    case ErrorCode::MEMBER_ID_REQUIRED: return "MEMBER_ID_REQUIRED";
+    case ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE: return "PREFERRED_LEADER_NOT_AVAILABLE";
+    case ErrorCode::GROUP_MAX_SIZE_REACHED: return "GROUP_MAX_SIZE_REACHED";
+    case ErrorCode::FENCED_INSTANCE_ID: return "FENCED_INSTANCE_ID";
+    case ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE: return "ELIGIBLE_LEADERS_NOT_AVAILABLE";
+    case ErrorCode::ELECTION_NOT_NEEDED: return "ELECTION_NOT_NEEDED";
+    case ErrorCode::NO_REASSIGNMENT_IN_PROGRESS: return "NO_REASSIGNMENT_IN_PROGRESS";
+    case ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC: return "GROUP_SUBSCRIBED_TO_TOPIC";
+    case ErrorCode::INVALID_RECORD: return "INVALID_RECORD";
+    case ErrorCode::UNSTABLE_OFFSET_COMMIT: return "UNSTABLE_OFFSET_COMMIT";
+    case ErrorCode::THROTTLING_QUOTA_EXCEEDED: return "THROTTLING_QUOTA_EXCEEDED";
+    case ErrorCode::PRODUCER_FENCED: return "PRODUCER_FENCED";
+    case ErrorCode::RESOURCE_NOT_FOUND: return "RESOURCE_NOT_FOUND";
+    case ErrorCode::DUPLICATE_RESOURCE: return "DUPLICATE_RESOURCE";
+    case ErrorCode::UNACCEPTABLE_CREDENTIAL: return "UNACCEPTABLE_CREDENTIAL";
+    case ErrorCode::INCONSISTENT_VOTER_SET: return "INCONSISTENT_VOTER_SET";
+    case ErrorCode::INVALID_UPDATE_VERSION: return "INVALID_UPDATE_VERSION";
+    case ErrorCode::FEATURE_UPDATE_FAILED: return "FEATURE_UPDATE_FAILED";
+    case ErrorCode::PRINCIPAL_DESERIALIZATION_FAILURE: return "PRINCIPAL_DESERIALIZATION_FAILURE";
+    case ErrorCode::SNAPSHOT_NOT_FOUND: return "SNAPSHOT_NOT_FOUND";
+    case ErrorCode::UNKNOWN_TOPIC_ID: return "UNKNOWN_TOPIC_ID";
+    case ErrorCode::DUPLICATE_BROKER_REGISTRATION: return "DUPLICATE_BROKER_REGISTRATION";
+    case ErrorCode::BROKER_ID_NOT_REGISTERED: return "BROKER_ID_NOT_REGISTERED";
+    case ErrorCode::INCONSISTENT_TOPIC_ID: return "INCONSISTENT_TOPIC_ID";
+    case ErrorCode::INCONSISTENT_CLUSTER_ID: return "INCONSISTENT_CLUSTER_ID";
+    case ErrorCode::TRANSACTIONAL_ID_NOT_FOUND: return "TRANSACTIONAL_ID_NOT_FOUND";
+    case ErrorCode::FETCH_SESSION_TOPIC_ID_ERROR: return "FETCH_SESSION_TOPIC_ID_ERROR";
+    case ErrorCode::INELIGIBLE_REPLICA: return "INELIGIBLE_REPLICA";
+    case ErrorCode::NEW_LEADER_ELECTED: return "NEW_LEADER_ELECTED";
+    case ErrorCode::OFFSET_MOVED_TO_TIERED_STORAGE: return "OFFSET_MOVED_TO_TIERED_STORAGE";
+    case ErrorCode::FENCED_MEMBER_EPOCH: return "FENCED_MEMBER_EPOCH";
+    case ErrorCode::UNRELEASED_INSTANCE_ID: return "UNRELEASED_INSTANCE_ID";
+    case ErrorCode::UNSUPPORTED_ASSIGNOR: return "UNSUPPORTED_ASSIGNOR";
+    case ErrorCode::STALE_MEMBER_EPOCH: return "STALE_MEMBER_EPOCH";
+    case ErrorCode::MISMATCHED_ENDPOINT_TYPE: return "MISMATCHED_ENDPOINT_TYPE";
+    case ErrorCode::UNSUPPORTED_ENDPOINT_TYPE: return "UNSUPPORTED_ENDPOINT_TYPE";
+    case ErrorCode::UNKNOWN_CONTROLLER_ID: return "UNKNOWN_CONTROLLER_ID";
+    case ErrorCode::UNKNOWN_SUBSCRIPTION_ID: return "UNKNOWN_SUBSCRIPTION_ID";
+    case ErrorCode::TELEMETRY_TOO_LARGE: return "TELEMETRY_TOO_LARGE";
+    case ErrorCode::INVALID_REGISTRATION: return "INVALID_REGISTRATION";
+    case ErrorCode::TRANSACTION_ABORTABLE: return "TRANSACTION_ABORTABLE";
+    case ErrorCode::INVALID_RECORD_STATE: return "INVALID_RECORD_STATE";
+    case ErrorCode::SHARE_SESSION_NOT_FOUND: return "SHARE_SESSION_NOT_FOUND";
+    case ErrorCode::INVALID_SHARE_SESSION_EPOCH: return "INVALID_SHARE_SESSION_EPOCH";
+    case ErrorCode::FENCED_STATE_EPOCH: return "FENCED_STATE_EPOCH";
+    case ErrorCode::INVALID_VOTER_KEY: return "INVALID_VOTER_KEY";
+    case ErrorCode::DUPLICATE_VOTER: return "DUPLICATE_VOTER";
+    case ErrorCode::VOTER_NOT_FOUND: return "VOTER_NOT_FOUND";
+    case ErrorCode::INVALID_REGULAR_EXPRESSION: return "INVALID_REGULAR_EXPRESSION";
+  }
+  return "UNKNOWN_ERROR_CODE";
+}
+
+bool IsRetriable(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::CORRUPT_MESSAGE:
+    case ErrorCode::UNKNOWN_TOPIC_OR_PARTITION:
+    case ErrorCode::LEADER_NOT_AVAILABLE:
+    case ErrorCode::NOT_LEADER_OR_FOLLOWER:
+    case ErrorCode::REQUEST_TIMED_OUT:
+    case ErrorCode::NETWORK_EXCEPTION:
+    case ErrorCode::COORDINATOR_LOAD_IN_PROGRESS:
+    case ErrorCode::COORDINATOR_NOT_AVAILABLE:
+    case ErrorCode::NOT_COORDINATOR:
+    case ErrorCode::NOT_ENOUGH_REPLICAS:
+    case ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+    case ErrorCode::NOT_CONTROLLER:
+    case ErrorCode::KAFKA_STORAGE_ERROR:
+    case ErrorCode::FENCED_LEADER_EPOCH:
+    case ErrorCode::UNKNOWN_LEADER_EPOCH:
+    case ErrorCode::OFFSET_NOT_AVAILABLE:
+    case ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE:
+    case ErrorCode::UNSTABLE_OFFSET_COMMIT:
+    case ErrorCode::THROTTLING_QUOTA_EXCEEDED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+ErrorCode ErrorCodeFromStatus(const Status& s, TooLargeSubject too_large) {
+  using C = Status::Code;
+  switch (s.code()) {
+    case C::kOk: return ErrorCode::NONE;
+    case C::kNotFound: return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+    case C::kCorruption:
+    case C::kTruncated: return ErrorCode::CORRUPT_MESSAGE;
+    case C::kInvalidArgument: return ErrorCode::INVALID_REQUEST;
+    case C::kIOError:
+    case C::kNoSpace: return ErrorCode::KAFKA_STORAGE_ERROR;
+    case C::kAlreadyExists: return ErrorCode::TOPIC_ALREADY_EXISTS;
+    case C::kBusy: return ErrorCode::REQUEST_TIMED_OUT;
+    case C::kUnsupported: return ErrorCode::UNSUPPORTED_COMPRESSION_TYPE;
+    case C::kOutOfRange: return ErrorCode::OFFSET_OUT_OF_RANGE;
+    case C::kTooLarge:
+      return too_large == TooLargeSubject::kRecordSet ? ErrorCode::RECORD_LIST_TOO_LARGE
+                                                      : ErrorCode::MESSAGE_TOO_LARGE;
+    case C::kInternal: return ErrorCode::UNKNOWN_SERVER_ERROR;
+  }
+  return ErrorCode::UNKNOWN_SERVER_ERROR;
+}
+
+}  // namespace silt::protocol
