@@ -284,6 +284,7 @@ Status Broker::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return Status::OK();
   closed_ = true;
+  if (!dir_) return Status::OK();  // Open() failed before the directory was opened
   for (auto& [k, s] : partitions_) s->MarkDeleted();
   partitions_.clear();
   Status s = dir_->Close();
