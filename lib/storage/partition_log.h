@@ -63,6 +63,14 @@ class PartitionLog {
     // recovery_point (the data dir's checkpoint) without being rescanned.
     bool clean_shutdown = false;
     int64_t recovery_point = 0;
+    // The log start offset from the data dir's log-start-offset-checkpoint (delete-records);
+    // -1 when unknown (the first segment's base offset is used).
+    int64_t log_start_offset = -1;
+    // Called (under the log's writer lock; it must not call back into the log) when the
+    // checkpointed offsets must change before the next periodic checkpoint: a truncation below
+    // `recovery_point` (else a crash would trust segments rewritten since), or a new log start
+    // (delete-records must survive a crash). Arguments: the new recovery point and log start.
+    std::function<Status(int64_t recovery_point, int64_t log_start)> checkpoint_hook;
   };
 
   // Opens (and, when writable, recovers) the partition in `dir`. Recovery validates every batch
@@ -73,12 +81,16 @@ class PartitionLog {
   ~PartitionLog();
 
   // Appends one producer batch that the caller has validated. Patches baseOffset (and
-  // partitionLeaderEpoch when `leader_epoch` >= 0, and maxTimestamp for LogAppendTime) in
+  // partitionLeaderEpoch when `leader_epoch` >= 0, and maxTimestamp plus the timestampType bit
+  // for LogAppendTime — both inside the CRC, which is then recomputed, as Kafka does) in
   // `batch`; never recomputes the CRC otherwise. Rolls the segment first when needed.
+  // TooLarge above max.message.bytes.
   // On any failure nothing is appended: the log end is unchanged and partial bytes are cut.
   Result<AppendResult> Append(std::string* batch, int32_t leader_epoch = -1);
   // Appends batches that already carry their offsets (replication, replicate, repair): each
-  // base offset must be >= log end; gaps are allowed (compacted sources).
+  // base offset must be >= log end; gaps are allowed (compacted sources). Framing and CRC are
+  // checked first and nothing is written unless all pass. An empty log starts at the first
+  // batch's offset (log start moves there) instead of keeping a gap from its old end.
   Result<AppendResult> AppendWithOffsets(std::string_view batches);
 
   // Whole batches from the one containing `start` on, up to `max_bytes` (at least one batch when
@@ -101,16 +113,31 @@ class PartitionLog {
 
   // fsync of everything appended so far; advances the recovery point.
   Status Flush();
+  // Flushes when flush.ms has passed since the last flush (for a periodic timer).
+  Status MaybeFlush();
   // Starts a new active segment at the log end.
   Status Roll();
-  // Drops every record at or after `offset` (replication truncation).
+  // Drops every record at or after `offset` (replication truncation). A batch holding
+  // `offset` goes whole, so the log end becomes min(offset, that batch's base offset).
   Status TruncateTo(Offset offset);
   // Moves the log start forward to `offset` (delete-records); whole segments below go.
   Status AdvanceLogStart(Offset offset);
-  // Deletes closed segments past retention.ms / retention.bytes. Returns the count deleted.
+  // Deletes closed segments past retention.ms / retention.bytes (when cleanup.policy includes
+  // delete) and those wholly below the log start. Returns the count deleted.
   Result<int> ApplyRetention();
   // Flushes and closes; after this the object must not be used.
   Status Close();
+
+  // Leader epochs and the first offset of each (leader-epoch-checkpoint), oldest first.
+  struct EpochEntry {
+    int32_t epoch;
+    Offset start_offset;
+  };
+  std::vector<EpochEntry> LeaderEpochs() const;
+  // Kafka's OffsetForLeaderEpoch: the largest epoch <= `epoch` and the offset where it ends
+  // (the next epoch's start, or the log end for the latest). NotFound when `epoch` predates
+  // every known epoch.
+  Result<EpochEntry> EndOffsetForEpoch(int32_t epoch) const;
 
   // Called (outside the internal lock) after each successful append with the new log end.
   void SetAppendListener(std::function<void(Offset)> fn);
