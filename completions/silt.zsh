@@ -14,6 +14,9 @@ _silt() {
     'consume:print a topic\'s records, or follow it like tail -f'
     'topic:create, list, describe, delete topics and change their configs'
     'group:list, describe, reset and delete consumer-group positions'
+    'dump-segment:print the batches, records and index entries of segment files'
+    'verify-crc:check (and with --repair, fix) segment files, partitions or data dirs'
+    'serve:run a broker that speaks the Kafka protocol'
     'completion:print a shell completion script (bash, zsh or fish)'
   )
   _arguments -C -s $opts '1: :->cmd' '*:: :->args'
@@ -25,6 +28,9 @@ _silt() {
         consume) _silt_consume ;;
         topic) _silt_topic ;;
         group) _silt_group ;;
+        dump-segment) _silt_dump_segment ;;
+        verify-crc) _silt_verify_crc ;;
+        serve) _silt_serve ;;
         completion) _silt_completion ;;
       esac ;;
   esac
@@ -269,6 +275,56 @@ _silt_group_delete() {
     '--help[Print this help message and exit]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+  )
+  subs=(
+  )
+  _arguments -s $opts '*:file:_files'
+}
+
+_silt_dump_segment() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]:value:_files'
+    '--help[Print this help message and exit]:value:_files'
+    '--records[print every record of each batch]:value:_files'
+    '--json[one JSON object per line per batch (records nested)]:value:_files'
+    '--shallow[do not decode records to validate batches]:value:_files'
+  )
+  subs=(
+  )
+  _arguments -s $opts '*:file:_files'
+}
+
+_silt_verify_crc() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]:value:_files'
+    '--help[Print this help message and exit]:value:_files'
+    '--repair[truncate each damaged segment at its first bad batch, quarantine the cut bytes and later segments, rebuild indexes]:value:_files'
+    '--json[one JSON object per line: each problem, then a summary]:value:_files'
+    '-q[print problems only, no summary line]:value:_files'
+    '--quiet[print problems only, no summary line]:value:_files'
+    '--shallow[check batch headers and CRCs only, without decoding the records]:value:_files'
+  )
+  subs=(
+  )
+  _arguments -s $opts '*:file:_files'
+}
+
+_silt_serve() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]:value:_files'
+    '--help[Print this help message and exit]:value:_files'
+    '-c[server.properties file (Kafka\'s key names); flags override it]:value:_files'
+    '--config[server.properties file (Kafka\'s key names); flags override it]:value:_files'
+    '-d[data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '--data-dir[data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '--listen[address to listen on, HOST:PORT (default 127.0.0.1:9092; port 0 picks one)]:value:_files'
+    '--advertised-listener[HOST:PORT clients are told to connect to (default: the bound address)]:value:_files'
+    '--node-id[this broker\'s node id (default 0)]:value:_files'
+    '--set[set a broker config, key=value (repeatable)]:value:_files'
+    '--log-level[debug, info, warn or error (default info)]:value:_files'
   )
   subs=(
   )
