@@ -4,10 +4,10 @@
 _silt() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
-    '-V[Display program version information and exit]:value:_files'
-    '--version[Display program version information and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '-V[Display program version information and exit]'
+    '--version[Display program version information and exit]'
   )
   subs=(
     'produce:write records from files or stdin to a topic'
@@ -39,8 +39,8 @@ _silt() {
 _silt_produce() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-t[topic to write to]:value:_files'
     '--topic[topic to write to]:value:_files'
     '-K[split each line at the first DELIM into key and value]:value:_files'
@@ -57,7 +57,7 @@ _silt_produce() {
     '--format[input format: text (a record per line) or json (objects as consume prints)]:value:_files'
     '--batch-size[close a batch at this many bytes (default 1 MiB)]:value:_files'
     '--linger-ms[when input pauses, write waiting records after MS milliseconds (default 5)]:value:_files'
-    '--no-create[fail if the topic does not exist]:value:_files'
+    '--no-create[fail if the topic does not exist]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
   )
@@ -69,16 +69,16 @@ _silt_produce() {
 _silt_consume() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-t[topic to read]:value:_files'
     '--topic[topic to read]:value:_files'
     '-p[read only partition N (repeatable)]:value:_files'
     '--partition[read only partition N (repeatable)]:value:_files'
     '-o[start at beginning, end, N, -N or @TIME (default beginning)]:value:_files'
     '--offset[start at beginning, end, N, -N or @TIME (default beginning)]:value:_files'
-    '-f[keep waiting for new records, like tail -f]:value:_files'
-    '--follow[keep waiting for new records, like tail -f]:value:_files'
+    '-f[keep waiting for new records, like tail -f]'
+    '--follow[keep waiting for new records, like tail -f]'
     '-c[stop after N records]:value:_files'
     '--count[stop after N records]:value:_files'
     '--format[text (the value), json, or a template of %t %p %o %k %s %T %h]:value:_files'
@@ -95,8 +95,8 @@ _silt_consume() {
 _silt_topic() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
   )
@@ -124,8 +124,8 @@ _silt_topic() {
 _silt_topic_create() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--partitions[number of partitions (default 1)]:value:_files'
     '--config[topic config KEY=VALUE (repeatable)]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -139,8 +139,8 @@ _silt_topic_create() {
 _silt_topic_list() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -153,8 +153,8 @@ _silt_topic_list() {
 _silt_topic_describe() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -167,8 +167,8 @@ _silt_topic_describe() {
 _silt_topic_delete() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
   )
@@ -180,8 +180,8 @@ _silt_topic_delete() {
 _silt_topic_alter_config() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--config[topic config KEY=VALUE to set (repeatable)]:value:_files'
     '--delete-config[topic config KEY to reset to its default (repeatable)]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -195,8 +195,8 @@ _silt_topic_alter_config() {
 _silt_group() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
   )
@@ -222,8 +222,8 @@ _silt_group() {
 _silt_group_list() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -236,8 +236,8 @@ _silt_group_list() {
 _silt_group_describe() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -250,15 +250,15 @@ _silt_group_describe() {
 _silt_group_reset_offsets() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--topic[topic whose positions move]:value:_files'
-    '--to-earliest[to each partition\'s log start]:value:_files'
-    '--to-latest[to each partition\'s log end]:value:_files'
+    '--to-earliest[to each partition\'s log start]'
+    '--to-latest[to each partition\'s log end]'
     '--to-offset[to offset N (clamped into the log)]:value:_files'
     '--to-datetime[to the first record at or after TIME (ms since the epoch or ISO-8601)]:value:_files'
     '--shift-by[by N (negative: back) from the current position]:value:_files'
-    '--execute[apply the plan (default: only print it)]:value:_files'
+    '--execute[apply the plan (default: only print it)]'
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -271,8 +271,8 @@ _silt_group_reset_offsets() {
 _silt_group_delete() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
   )
@@ -284,11 +284,11 @@ _silt_group_delete() {
 _silt_dump_segment() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
-    '--records[print every record of each batch]:value:_files'
-    '--json[one JSON object per line per batch (records nested)]:value:_files'
-    '--shallow[do not decode records to validate batches]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '--records[print every record of each batch]'
+    '--json[one JSON object per line per batch (records nested)]'
+    '--shallow[do not decode records to validate batches]'
   )
   subs=(
   )
@@ -298,13 +298,13 @@ _silt_dump_segment() {
 _silt_verify_crc() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
-    '--repair[truncate each damaged segment at its first bad batch, quarantine the cut bytes and later segments, rebuild indexes]:value:_files'
-    '--json[one JSON object per line: each problem, then a summary]:value:_files'
-    '-q[print problems only, no summary line]:value:_files'
-    '--quiet[print problems only, no summary line]:value:_files'
-    '--shallow[check batch headers and CRCs only, without decoding the records]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '--repair[truncate each damaged segment at its first bad batch, quarantine the cut bytes and later segments, rebuild indexes]'
+    '--json[one JSON object per line: each problem, then a summary]'
+    '-q[print problems only, no summary line]'
+    '--quiet[print problems only, no summary line]'
+    '--shallow[check batch headers and CRCs only, without decoding the records]'
   )
   subs=(
   )
@@ -314,8 +314,8 @@ _silt_verify_crc() {
 _silt_serve() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-c[server.properties file (Kafka\'s key names); flags override it]:value:_files'
     '--config[server.properties file (Kafka\'s key names); flags override it]:value:_files'
     '-d[data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -334,8 +334,8 @@ _silt_serve() {
 _silt_completion() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
   )
   subs=(
   )
