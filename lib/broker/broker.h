@@ -111,6 +111,10 @@ class Broker {
   // The group coordinator (consumer groups and committed offsets, kept in __consumer_offsets).
   GroupCoordinator& groups() { return *groups_; }
 
+  // Periodic upkeep of every open partition: deletes segments past retention. Returns the
+  // number of segments deleted. Called by the server's maintenance thread.
+  int ApplyRetention();
+
   // Set when shutting down: long-polling fetches answer at once.
   bool stopping() const { return stopping_.load(); }
   void BeginShutdown();

@@ -6,9 +6,9 @@
 // threads), log.segment.bytes, log.roll.ms|hours, log.retention.ms|minutes|hours|bytes,
 // log.flush.interval.messages|ms, log.index.interval.bytes, log.index.size.max.bytes,
 // log.message.timestamp.type, log.cleanup.policy, compression.type, min.insync.replicas,
-// offsets.topic.num.partitions, offsets.retention.minutes, offsets.retention.check.interval.ms,
-// offset.metadata.max.bytes, group.min.session.timeout.ms, group.max.session.timeout.ms,
-// group.initial.rebalance.delay.ms.
+// log.retention.check.interval.ms, offsets.topic.num.partitions, offsets.retention.minutes,
+// offsets.retention.check.interval.ms, offset.metadata.max.bytes, group.min.session.timeout.ms,
+// group.max.session.timeout.ms, group.initial.rebalance.delay.ms.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +35,9 @@ struct BrokerConfig {
   int64_t socket_request_max_bytes = 100LL << 20;       // socket.request.max.bytes
   int32_t max_connections = 2147483647;                 // max.connections
   int io_threads = 2;
+  // How often closed segments are checked against retention.ms/retention.bytes
+  // (log.retention.check.interval.ms), and time-based flushes (flush.ms) are run.
+  int64_t retention_check_interval_ms = 300000;
   // Most requests a connection may have in flight before the broker stops reading from it.
   int max_in_flight_per_connection = 64;
   storage::LogConfig log_defaults;  // topic defaults from the log.* keys
