@@ -104,7 +104,16 @@ TEST_CASE("recovery truncates a torn tail and keeps every whole batch before it"
   TempDir dir;
   LogConfig cfg;  // one segment
   cfg.index_interval_bytes = 100;
-  auto sizes = Fill(dir.path(), 12, cfg);
+  auto sizes = Fill(dir.path(), 11, cfg);
+  {
+    // A small last batch (2 records, 1-byte values) keeps the number of cuts modest.
+    auto log = PartitionLog::Open(dir.path(), cfg, {});
+    REQUIRE(log.ok());
+    std::string b = MakeBatch(2, 1, 5000);
+    REQUIRE((*log)->Append(&b).ok());
+    sizes.push_back(static_cast<int64_t>(b.size()));
+    REQUIRE((*log)->Close().ok());
+  }
   std::string path = dir / SegName(0, ".log");
   const std::string full = Slurp(path);
   const int64_t last = sizes.back();
@@ -116,20 +125,27 @@ TEST_CASE("recovery truncates a torn tail and keeps every whole batch before it"
     WriteBytes(path, std::string_view(full).substr(0, static_cast<size_t>(prefix + cut)));
     WriteBytes(dir / SegName(0, ".index"), index);
     WriteBytes(dir / SegName(0, ".timeindex"), tindex);
+    // Every cut recovers from an unclean shutdown; every few also after a "clean" one (the
+    // tail scan catches it too) and then take appends again (fsync-heavy, hence not all).
+    const bool full_check = cut % 8 == 1;
     for (bool clean : {false, true}) {
-      auto log = Reopen(dir.path(), cfg, clean, clean ? 24 : 0);
-      REQUIRE_MESSAGE(log.ok(), log.status().ToString());
-      CHECK((*log)->log_end_offset() == Offset(22));
-      CHECK(ReadEverything(**log) == full.substr(0, static_cast<size_t>(prefix)));
-      CHECK(static_cast<int64_t>(Slurp(path).size()) == prefix);
-      // The log takes appends again at the right offset.
-      std::string b = MakeBatch(2);
-      auto r = (*log)->Append(&b);
-      REQUIRE(r.ok());
-      CHECK(r->base_offset == Offset(22));
-      REQUIRE((*log)->TruncateTo(Offset(22)).ok());
-      REQUIRE((*log)->Close().ok());
+      if (clean && !full_check) continue;
+      {
+        auto log = Reopen(dir.path(), cfg, clean, clean ? 24 : 0);
+        REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+        CHECK((*log)->log_end_offset() == Offset(22));
+        CHECK(ReadEverything(**log) == full.substr(0, static_cast<size_t>(prefix)));
+        CHECK(static_cast<int64_t>(Slurp(path).size()) == prefix);
+        if (full_check) {
+          std::string b = MakeBatch(2);
+          auto r = (*log)->Append(&b);
+          REQUIRE(r.ok());
+          CHECK(r->base_offset == Offset(22));
+        }
+      }
       WriteBytes(path, std::string_view(full).substr(0, static_cast<size_t>(prefix + cut)));
+      WriteBytes(dir / SegName(0, ".index"), index);
+      WriteBytes(dir / SegName(0, ".timeindex"), tindex);
     }
   }
 }
@@ -218,6 +234,13 @@ TEST_CASE("a missing or truncated index is rebuilt and lookups stay correct") {
   SUBCASE("garbage entries, unclean shutdown") {
     WriteBytes(idx0, std::string(good.size(), '\x7f'));
     auto log = Reopen(dir.path(), Cfg());
+    REQUIRE(log.ok());
+    CheckLookups(**log);
+    CHECK(Slurp(idx0) == good);
+  }
+  SUBCASE("zero-padded as Kafka preallocates it, clean shutdown") {
+    WriteBytes(idx0, good + std::string(4096, '\0'));
+    auto log = Reopen(dir.path(), Cfg(), true, 80);
     REQUIRE(log.ok());
     CheckLookups(**log);
     CHECK(Slurp(idx0) == good);
@@ -363,4 +386,56 @@ TEST_CASE("a segment overlapping the one before it is Corruption") {
   REQUIRE(!log.ok());
   CHECK(log.status().IsCorruption());
   CHECK(log.status().message().find(SegName(3, ".log")) != std::string::npos);
+}
+
+TEST_CASE("time lookups are the same after a clean reopen, an unclean one and a lost time index") {
+  TempDir dir;
+  LogConfig cfg = Cfg();
+  cfg.index_interval_bytes = 100;
+  {
+    auto log = PartitionLog::Open(dir.path(), cfg, {});
+    REQUIRE(log.ok());
+    for (int i = 0; i < 40; ++i) {
+      BatchSpec s;
+      s.records = 3;
+      s.base_timestamp = 50'000 + 100 * i;
+      s.timestamp_step = 7;
+      std::string b = MakeBatch(s);
+      REQUIRE((*log)->Append(&b).ok());
+    }
+    REQUIRE((*log)->Close().ok());
+  }
+  auto expected = [](int64_t ts) -> int64_t {
+    for (int i = 0; i < 40; ++i)
+      for (int r = 0; r < 3; ++r)
+        if (50'000 + 100 * i + 7 * r >= ts) return 3 * i + r;
+    return -1;
+  };
+  auto check_all = [&](const PartitionLog& log) {
+    for (int64_t ts = 49'990; ts < 54'020; ts += 13) {
+      CAPTURE(ts);
+      auto o = log.OffsetForTimestamp(ts);
+      if (expected(ts) < 0) {
+        CHECK(o.status().IsNotFound());
+      } else {
+        REQUIRE(o.ok());
+        CHECK(o->value() == expected(ts));
+      }
+    }
+  };
+  {
+    auto log = Reopen(dir.path(), cfg, true, 120);
+    REQUIRE(log.ok());
+    check_all(**log);
+  }
+  {
+    auto log = Reopen(dir.path(), cfg);
+    REQUIRE(log.ok());
+    check_all(**log);
+  }
+  for (const SegmentInfo& s : (*Reopen(dir.path(), cfg, true, 120))->Segments())
+    REQUIRE(RemoveFile(s.log_path.substr(0, s.log_path.size() - 4) + ".timeindex").ok());
+  auto log = Reopen(dir.path(), cfg, true, 120);
+  REQUIRE(log.ok());
+  check_all(**log);
 }

@@ -1,0 +1,65 @@
+// Shared helpers of the local-data-dir subcommands (see cli_util.h).
+#include "cmd/cli_util.h"
+
+#include <CLI/CLI.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/file.h"
+#include "storage/data_dir.h"
+
+namespace silt::cmd {
+
+void AddDataDirOption(CLI::App* app, GlobalOptions* g) {
+  app->add_option("-d,--data-dir", g->data_dir,
+                  "data directory (default: $SILT_DATA_DIR, else ./silt-data)");
+}
+
+Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bool writable) {
+  if (!writable && !IsDirectory(g.data_dir))
+    return Status::NotFound("data directory '" + g.data_dir +
+                            "' does not exist (use -d DIR or set SILT_DATA_DIR)");
+  storage::DataDir::Options o;
+  o.read_only = !writable;
+  o.create = writable;
+  auto dir = storage::DataDir::Open(g.data_dir, o);
+  if (!dir.ok()) return dir.status().WithContext("data directory '" + g.data_dir + "'");
+  return dir;
+}
+
+Output::Output(size_t flush_at) : flush_at_(flush_at) {
+  // A closed pipe must turn into EPIPE here, not kill the process mid-write.
+  ::signal(SIGPIPE, SIG_IGN);
+  buf_.reserve(flush_at + (flush_at >> 2));
+}
+
+Output::~Output() { Flush(); }
+
+bool Output::Flush() {
+  if (broken_) {
+    buf_.clear();
+    return false;
+  }
+  const char* p = buf_.data();
+  size_t n = buf_.size();
+  while (n > 0) {
+    ssize_t w = ::write(STDOUT_FILENO, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      broken_ = true;  // EPIPE (reader gone) or a dead terminal: stop writing
+      error_ = errno;
+      break;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  buf_.clear();
+  return !broken_;
+}
+
+std::string Num(int64_t v) { return std::to_string(v); }
+
+}  // namespace silt::cmd

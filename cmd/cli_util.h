@@ -1,0 +1,49 @@
+// Helpers the local-data-dir subcommands share: the -d flag, opening the data dir with
+// errors a user can act on, and writing to stdout in large, SIGPIPE-safe chunks.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "cmd/command.h"
+
+namespace silt::storage {
+class DataDir;
+}
+
+namespace silt::cmd {
+
+// Adds -d/--data-dir to `app`, bound to g->data_dir.
+void AddDataDirOption(CLI::App* app, GlobalOptions* g);
+
+// Opens the data dir. Read-only opens take no lock and require the directory to exist; writable
+// opens create it and take its lock (Busy, naming the holder, if another process has it).
+Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bool writable);
+
+// Buffered stdout. Write() returns false once the reader has gone away (EPIPE): the caller
+// should stop quietly and exit 0, as `cat | head` does.
+class Output {
+ public:
+  explicit Output(size_t flush_at = 1 << 20);
+  ~Output();
+  std::string* buffer() { return &buf_; }
+  // Writes the buffer out if it holds at least flush_at bytes.
+  bool MaybeFlush() { return buf_.size() < flush_at_ || Flush(); }
+  bool Flush();
+  bool broken() const { return broken_; }
+  // errno of the failed write (EPIPE when the reader went away), 0 if none failed.
+  int error() const { return error_; }
+
+ private:
+  std::string buf_;
+  size_t flush_at_;
+  bool broken_ = false;
+  int error_ = 0;
+};
+
+// "1 234 567"-free plain decimal, for table cells.
+std::string Num(int64_t v);
+
+}  // namespace silt::cmd

@@ -1,0 +1,157 @@
+// `silt consume`: records of a topic in a local data dir to stdout, like `cat` (or `tail -f`
+// with -f). Reading and following live in client/local_consumer; formatting in
+// client/record_format; this file wires flags, output and the consumer group position.
+#include <CLI/CLI.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "base/clock.h"
+#include "client/local_consumer.h"
+#include "client/offset_spec.h"
+#include "client/record_format.h"
+#include "cmd/cli_util.h"
+#include "cmd/command.h"
+#include "format/record_batch.h"
+#include "storage/data_dir.h"
+
+namespace silt::cmd {
+namespace {
+
+struct ConsumeArgs {
+  std::string topic;
+  std::vector<int32_t> partitions;
+  std::string offset = "beginning";
+  bool follow = false;
+  int64_t count = -1;
+  std::string format = "text";
+  std::string group;
+};
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop.store(true); }
+
+// Records `positions` for `group` under `topic`. The data dir is opened writable only for the
+// commit, so a producer can hold it in between; if one holds it now, wait a little for it.
+Status CommitPositions(const GlobalOptions& g, const std::string& group, const std::string& topic,
+                       const std::map<int32_t, int64_t>& positions, int64_t wait_ms) {
+  const int64_t deadline = MonotonicMs() + wait_ms;
+  for (;;) {
+    auto dir = OpenDataDir(g, true);
+    if (!dir.ok()) {
+      if (dir.status().IsBusy() && MonotonicMs() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      return dir.status().WithContext("recording the position of group '" + group + "'");
+    }
+    storage::DataDir::GroupOffsets offsets;
+    auto existing = (*dir)->GroupCommitted(group);
+    if (existing.ok()) offsets = *existing;
+    for (const auto& [p, o] : positions) offsets[topic][p] = o;
+    SILT_TRY((*dir)->CommitGroup(group, offsets));
+    return (*dir)->Close();
+  }
+}
+
+int Run(const GlobalOptions& g, const ConsumeArgs& a) {
+  auto spec = client::ParseOffsetSpec(a.offset);
+  if (!spec.ok()) return Fail(spec.status());
+  auto formatter = client::RecordFormatter::Parse(a.format);
+  if (!formatter.ok()) return Fail(formatter.status());
+
+  auto dir = OpenDataDir(g, false);
+  if (!dir.ok()) return Fail(dir.status());
+  if (a.count == 0) return kExitOk;
+
+  client::ConsumerOptions co;
+  co.partitions = a.partitions;
+  co.start = *spec;
+  co.follow = a.follow;
+  if (!a.group.empty()) {
+    auto committed = (*dir)->GroupCommitted(a.group);
+    if (committed.ok()) {
+      auto t = committed->find(a.topic);
+      if (t != committed->end()) co.committed = t->second;
+    } else if (!committed.status().IsNotFound()) {
+      return Fail(committed.status());
+    }
+  }
+  auto consumer = client::LocalConsumer::Open(dir->get(), a.topic, co);
+  if (!consumer.ok()) return Fail(consumer.status());
+
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  Output out;
+  const client::RecordFormatter& f = *formatter;
+  const std::string& topic = a.topic;
+  int64_t delivered = 0;
+  const int64_t limit = a.count;
+  auto fn = [&](int32_t partition, const format::RecordView& r) {
+    f.Append(topic, partition, r, out.buffer());
+    ++delivered;
+    if (!out.MaybeFlush()) return false;
+    return limit < 0 || delivered < limit;
+  };
+  int64_t last_commit = 0;
+  std::map<int32_t, int64_t> committed_positions = co.committed;
+  auto commit = [&](int64_t wait_ms) -> Status {
+    if (a.group.empty()) return Status::OK();
+    auto pos = (*consumer)->Positions();
+    if (pos == committed_positions) return Status::OK();
+    SILT_TRY(CommitPositions(g, a.group, a.topic, pos, wait_ms));
+    committed_positions = pos;
+    return Status::OK();
+  };
+  auto on_idle = [&]() -> Status {
+    if (!out.Flush()) {
+      g_stop.store(true);  // the reader went away
+      return Status::OK();
+    }
+    if (!a.group.empty() && MonotonicMs() - last_commit >= 1000) {
+      last_commit = MonotonicMs();
+      Status st = commit(0);
+      // Busy: a producer holds the data dir; try again on a later idle moment.
+      if (!st.ok() && !st.IsBusy()) return st;
+    }
+    return Status::OK();
+  };
+  Status st = (*consumer)->Run(fn, on_idle, &g_stop);
+  out.Flush();
+  if (out.broken() && out.error() != EPIPE)
+    return Fail(std::string("writing to stdout: ") + std::strerror(out.error()));
+  if (!st.ok()) return Fail(st);
+  st = commit(5000);
+  if (!st.ok()) return Fail(st);
+  return kExitOk;
+}
+
+}  // namespace
+
+RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g) {
+  auto a = std::make_shared<ConsumeArgs>();
+  sub->add_option("-t,--topic", a->topic, "topic to read")->required();
+  sub->add_option("-p,--partition", a->partitions, "read only partition N (repeatable)")
+      ->allow_extra_args(false)
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("-o,--offset", a->offset, "start at beginning, end, N, -N or @TIME (default beginning)");
+  sub->add_flag("-f,--follow", a->follow, "keep waiting for new records, like tail -f");
+  sub->add_option("-c,--count", a->count, "stop after N records")->check(CLI::NonNegativeNumber);
+  sub->add_option("--format", a->format, "text (the value), json, or a template of %t %p %o %k %s %T %h");
+  sub->add_option("-g,--group", a->group,
+                  "consumer group: resume after its recorded position and record the new one");
+  AddDataDirOption(sub, g);
+  return [g, a]() { return Run(*g, *a); };
+}
+
+}  // namespace silt::cmd

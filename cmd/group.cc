@@ -1,0 +1,229 @@
+// `silt group list|describe|reset-offsets|delete`: consumer-group positions recorded in a local
+// data dir by `silt consume -g`.
+#include <CLI/CLI.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "client/offset_spec.h"
+#include "client/table.h"
+#include "cmd/cli_util.h"
+#include "cmd/command.h"
+#include "storage/data_dir.h"
+
+namespace silt::cmd {
+namespace {
+
+struct GroupArgs {
+  std::string group;
+  std::string topic;
+  std::string format = "text";
+  bool to_earliest = false;
+  bool to_latest = false;
+  std::optional<int64_t> to_offset;
+  std::string to_datetime;
+  std::optional<int64_t> shift_by;
+  bool execute = false;
+};
+
+void Print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
+
+int List(const GlobalOptions& g, const GroupArgs& a) {
+  auto dir = OpenDataDir(g, false);
+  if (!dir.ok()) return Fail(dir.status());
+  std::string out;
+  for (const std::string& name : (*dir)->ListGroups()) {
+    if (a.format == "json")
+      out += nlohmann::ordered_json({{"group", name}}).dump() + "\n";
+    else
+      out += name + "\n";
+  }
+  Print(out);
+  return kExitOk;
+}
+
+Result<storage::DataDir::GroupOffsets> Committed(storage::DataDir* dir, const std::string& group) {
+  auto c = dir->GroupCommitted(group);
+  if (!c.ok() && c.status().IsNotFound())
+    return Status::NotFound("consumer group '" + group + "' does not exist");
+  return c;
+}
+
+int Describe(const GlobalOptions& g, const GroupArgs& a) {
+  auto dir = OpenDataDir(g, false);
+  if (!dir.ok()) return Fail(dir.status());
+  auto committed = Committed(dir->get(), a.group);
+  if (!committed.ok()) return Fail(committed.status());
+  const bool human = client::IsTerminal(1);
+  client::Table t({"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"});
+  std::string out;
+  for (const auto& [topic, parts] : *committed) {
+    auto info = (*dir)->GetTopic(topic);
+    int32_t count = info.ok() ? info->partitions : 0;
+    // Every partition of the topic, committed or not, so lag is visible everywhere.
+    std::map<int32_t, std::optional<int64_t>> rows;
+    for (int32_t p = 0; p < count; ++p) rows[p] = std::nullopt;
+    for (const auto& [p, o] : parts) rows[p] = o;
+    for (const auto& [p, o] : rows) {
+      std::optional<int64_t> end;
+      if (p < count) {
+        auto log = (*dir)->Partition(topic, p);
+        if (!log.ok()) return Fail(log.status());
+        end = (*log)->log_end_offset().value();
+      }
+      std::optional<int64_t> lag;
+      if (o && end) lag = *end - *o;
+      if (a.format == "json") {
+        nlohmann::ordered_json j = {{"group", a.group}, {"topic", topic}, {"partition", p}};
+        j["committed_offset"] = o ? nlohmann::ordered_json(*o) : nlohmann::ordered_json(nullptr);
+        j["log_end_offset"] = end ? nlohmann::ordered_json(*end) : nlohmann::ordered_json(nullptr);
+        j["lag"] = lag ? nlohmann::ordered_json(*lag) : nlohmann::ordered_json(nullptr);
+        out += j.dump() + "\n";
+      } else {
+        auto cell = [](const std::optional<int64_t>& v) { return v ? Num(*v) : std::string("-"); };
+        t.AddRow({a.group, topic, Num(p), cell(o), cell(end), cell(lag)});
+      }
+    }
+  }
+  if (a.format != "json") out = t.Render(human);
+  Print(out);
+  return kExitOk;
+}
+
+int ResetOffsets(const GlobalOptions& g, const GroupArgs& a) {
+  int modes = a.to_earliest + a.to_latest + a.to_offset.has_value() + !a.to_datetime.empty() +
+              a.shift_by.has_value();
+  if (modes != 1)
+    return Fail("reset-offsets needs exactly one of --to-earliest, --to-latest, --to-offset, "
+                "--to-datetime, --shift-by");
+  std::optional<int64_t> when;
+  if (!a.to_datetime.empty()) {
+    auto ts = client::ParseTimestampMs(a.to_datetime);
+    if (!ts.ok()) return Fail(ts.status());
+    when = *ts;
+  }
+  auto dir = OpenDataDir(g, a.execute);
+  if (!dir.ok()) return Fail(dir.status());
+  auto info = (*dir)->GetTopic(a.topic);
+  if (!info.ok()) {
+    if (info.status().IsNotFound()) return Fail("topic '" + a.topic + "' does not exist");
+    return Fail(info.status());
+  }
+  storage::DataDir::GroupOffsets all;
+  auto committed = (*dir)->GroupCommitted(a.group);
+  if (committed.ok()) all = *committed;
+  else if (!committed.status().IsNotFound()) return Fail(committed.status());
+  const auto& current = all[a.topic];
+
+  client::Table t({"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"});
+  std::string json_out;
+  std::map<int32_t, int64_t> plan;
+  for (int32_t p = 0; p < info->partitions; ++p) {
+    auto log = (*dir)->Partition(a.topic, p);
+    if (!log.ok()) return Fail(log.status());
+    const int64_t start = (*log)->log_start_offset().value();
+    const int64_t end = (*log)->log_end_offset().value();
+    auto cur_it = current.find(p);
+    std::optional<int64_t> cur;
+    if (cur_it != current.end()) cur = cur_it->second;
+    int64_t target;
+    if (a.to_earliest) {
+      target = start;
+    } else if (a.to_latest) {
+      target = end;
+    } else if (a.to_offset) {
+      target = *a.to_offset;
+    } else if (when) {
+      auto r = (*log)->OffsetForTimestamp(*when);
+      if (r.ok()) target = r->value();
+      else if (r.status().IsNotFound()) target = end;
+      else return Fail(r.status());
+    } else {
+      target = (cur ? *cur : start) + *a.shift_by;
+    }
+    // Kafka clamps a reset into the partition's readable range.
+    target = std::clamp(target, start, end);
+    plan[p] = target;
+    if (a.format == "json") {
+      nlohmann::ordered_json j = {{"group", a.group}, {"topic", a.topic}, {"partition", p}};
+      j["current_offset"] = cur ? nlohmann::ordered_json(*cur) : nlohmann::ordered_json(nullptr);
+      j["new_offset"] = target;
+      json_out += j.dump() + "\n";
+    } else {
+      t.AddRow({a.group, a.topic, Num(p), cur ? Num(*cur) : "-", Num(target)});
+    }
+  }
+  if (a.execute) {
+    for (const auto& [p, o] : plan) all[a.topic][p] = o;
+    Status st = (*dir)->CommitGroup(a.group, all);
+    if (!st.ok()) return Fail(st);
+    st = (*dir)->Close();
+    if (!st.ok()) return Fail(st);
+  }
+  const bool human = client::IsTerminal(1);
+  Print(a.format == "json" ? json_out : t.Render(human));
+  if (!a.execute && human)
+    std::fprintf(stderr, "dry run: nothing changed; add --execute to apply this plan\n");
+  return kExitOk;
+}
+
+int Delete(const GlobalOptions& g, const GroupArgs& a) {
+  auto dir = OpenDataDir(g, true);
+  if (!dir.ok()) return Fail(dir.status());
+  Status st = (*dir)->DeleteGroup(a.group);
+  if (st.IsNotFound()) return Fail("consumer group '" + a.group + "' does not exist");
+  if (!st.ok()) return Fail(st);
+  st = (*dir)->Close();
+  if (!st.ok()) return Fail(st);
+  return kExitOk;
+}
+
+}  // namespace
+
+RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g) {
+  auto a = std::make_shared<GroupArgs>();
+  sub->require_subcommand(1);
+  AddDataDirOption(sub, g);
+
+  CLI::App* list = sub->add_subcommand("list", "list consumer groups");
+  list->add_option("--format", a->format, "output format: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  AddDataDirOption(list, g);
+
+  CLI::App* describe = sub->add_subcommand("describe", "committed offset, log end and lag per partition");
+  describe->add_option("group", a->group, "group name")->required();
+  describe->add_option("--format", a->format, "output format: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  AddDataDirOption(describe, g);
+
+  CLI::App* reset = sub->add_subcommand("reset-offsets", "move a group's positions (dry run unless --execute)");
+  reset->add_option("group", a->group, "group name")->required();
+  reset->add_option("--topic", a->topic, "topic whose positions move")->required();
+  reset->add_flag("--to-earliest", a->to_earliest, "to each partition's log start");
+  reset->add_flag("--to-latest", a->to_latest, "to each partition's log end");
+  reset->add_option("--to-offset", a->to_offset, "to offset N (clamped into the log)");
+  reset->add_option("--to-datetime", a->to_datetime,
+                    "to the first record at or after TIME (ms since the epoch or ISO-8601)");
+  reset->add_option("--shift-by", a->shift_by, "by N (negative: back) from the current position");
+  reset->add_flag("--execute", a->execute, "apply the plan (default: only print it)");
+  reset->add_option("--format", a->format, "output format: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  AddDataDirOption(reset, g);
+
+  CLI::App* del = sub->add_subcommand("delete", "forget a consumer group's positions");
+  del->add_option("group", a->group, "group name")->required();
+  AddDataDirOption(del, g);
+
+  return [=]() {
+    if (list->parsed()) return List(*g, *a);
+    if (describe->parsed()) return Describe(*g, *a);
+    if (reset->parsed()) return ResetOffsets(*g, *a);
+    if (del->parsed()) return Delete(*g, *a);
+    return Fail("group: expected a subcommand: list, describe, reset-offsets or delete");
+  };
+}
+
+}  // namespace silt::cmd

@@ -1,0 +1,80 @@
+// Reading a topic straight from a local data directory (no broker), like `tail`: from a start
+// position in each partition to the log end seen when it opened, or with `follow` on and on,
+// woken by inotify(7) when a partition directory changes rather than by polling.
+//
+// The data directory is opened read-only, so a producer in another process can append while this
+// reads. Positions are found through the partition log (its offset and time indexes); after that
+// the segment files are read sequentially in large chunks and decoded with RecordBatchView.
+// Following survives segment rolls (a newer segment is taken once the current one has been read
+// to its end, re-checked after the newer one appeared) and retention (an open segment stays
+// readable; a segment deleted before it was reached is skipped: its records are gone).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "client/offset_spec.h"
+
+namespace silt::format {
+struct RecordView;
+}
+namespace silt::storage {
+class DataDir;
+}
+
+namespace silt::client {
+
+struct ConsumerOptions {
+  std::vector<int32_t> partitions;      // empty: every partition of the topic
+  OffsetSpec start = OffsetSpec::Beginning();
+  std::map<int32_t, int64_t> committed;  // per partition, takes precedence over `start`
+  bool follow = false;
+  int idle_check_ms = 2000;  // follow: longest sleep without an inotify event (a safety net)
+  size_t read_chunk_bytes = 4 << 20;
+};
+
+class LocalConsumer {
+ public:
+  // Resolves the start position of each partition. NotFound for an unknown topic;
+  // InvalidArgument for a partition the topic does not have.
+  static Result<std::unique_ptr<LocalConsumer>> Open(storage::DataDir* dir, const std::string& topic,
+                                                     const ConsumerOptions& options);
+  ~LocalConsumer();
+
+  // Called for each record in offset order within a partition; return false to stop.
+  using RecordFn = std::function<bool(int32_t partition, const format::RecordView& record)>;
+  // Delivers records until every partition is at its end (not following), `fn` returns false,
+  // or *stop becomes true (checked between batches and while waiting). `on_idle` runs before
+  // each wait when following (flush output, record positions); an error from it ends the run.
+  Status Run(const RecordFn& fn, const std::function<Status()>& on_idle,
+             const std::atomic<bool>* stop);
+
+  // The next offset to read in each partition (what a consumer group records).
+  std::map<int32_t, int64_t> Positions() const;
+  // The partitions being read.
+  std::vector<int32_t> partitions() const;
+
+ private:
+  struct Part;
+  LocalConsumer(std::string topic, const ConsumerOptions& options);
+  // Reads what is available in one partition (at most a few chunks). Sets *progress when a
+  // position moved, *stopped when fn asked to stop.
+  Status Pump(Part* p, const RecordFn& fn, const std::atomic<bool>* stop, bool* progress,
+              bool* stopped);
+  Status WaitForChange(const std::atomic<bool>* stop);
+
+  std::string topic_;
+  ConsumerOptions options_;
+  std::vector<std::unique_ptr<Part>> parts_;
+  std::unique_ptr<char[]> buf_;
+  size_t buf_size_ = 0;
+  int inotify_fd_ = -1;
+};
+
+}  // namespace silt::client

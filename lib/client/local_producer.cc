@@ -1,0 +1,157 @@
+// Batching producer over a local data directory (see local_producer.h).
+#include "client/local_producer.h"
+
+#include <algorithm>
+
+#include "base/clock.h"
+#include "base/coding.h"
+#include "format/record_batch.h"
+#include "storage/data_dir.h"
+#include "storage/partition_log.h"
+
+namespace silt::client {
+namespace {
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+size_t ZigZagSize(int64_t v) {
+  return VarintSize((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+}
+size_t BytesFieldSize(const std::optional<std::string_view>& s) {
+  return s ? ZigZagSize(static_cast<int64_t>(s->size())) + s->size() : ZigZagSize(-1);
+}
+
+// Encoded size of a record's body (after its length varint) with the given deltas.
+size_t RecordBodySize(const std::optional<std::string_view>& key,
+                      const std::optional<std::string_view>& value, const HeaderViews& headers,
+                      int64_t timestamp_delta, int32_t offset_delta) {
+  size_t n = 1 /* attributes */ + ZigZagSize(timestamp_delta) + ZigZagSize(offset_delta) +
+             BytesFieldSize(key) + BytesFieldSize(value) +
+             ZigZagSize(static_cast<int64_t>(headers.size()));
+  for (const auto& [k, v] : headers) n += BytesFieldSize(k) + BytesFieldSize(v);
+  return n;
+}
+
+}  // namespace
+
+size_t LocalProducer::SingleRecordBatchSize(std::optional<std::string_view> key,
+                                            std::optional<std::string_view> value,
+                                            const HeaderViews& headers) {
+  size_t body = RecordBodySize(key, value, headers, 0, 0);
+  return format::kBatchHeaderSize + ZigZagSize(static_cast<int64_t>(body)) + body;
+}
+
+Result<std::unique_ptr<LocalProducer>> LocalProducer::Open(storage::DataDir* dir,
+                                                           const std::string& topic,
+                                                           const ProducerOptions& options) {
+  auto info = dir->GetTopic(topic);
+  if (!info.ok()) {
+    if (!info.status().IsNotFound() || !options.create_topic) return info.status();
+    info = dir->CreateTopic(topic, options.default_partitions, {});
+    if (!info.ok()) return info.status();
+  }
+  if (options.partition >= info->partitions)
+    return Status::InvalidArgument("topic '" + topic + "' has " +
+                                   std::to_string(info->partitions) + " partition(s); there is no partition " +
+                                   std::to_string(options.partition));
+  SILT_ASSIGN_OR_RETURN(storage::LogConfig config, dir->TopicConfig(topic));
+  std::unique_ptr<LocalProducer> p(
+      new LocalProducer(dir, topic, options, info->partitions, config.max_message_bytes));
+  return p;
+}
+
+LocalProducer::LocalProducer(storage::DataDir* dir, std::string topic,
+                             const ProducerOptions& options, int32_t partitions,
+                             int64_t max_message_bytes)
+    : dir_(dir),
+      topic_(std::move(topic)),
+      options_(options),
+      partitioner_(options.partitioner, partitions,
+                   options.seed ? options.seed : static_cast<uint64_t>(MonotonicMs()) * 2654435761u),
+      slots_(static_cast<size_t>(partitions)),
+      max_message_bytes_(max_message_bytes) {}
+
+LocalProducer::~LocalProducer() = default;
+
+Status LocalProducer::Send(std::optional<std::string_view> key,
+                           std::optional<std::string_view> value, const HeaderViews& headers,
+                           int64_t timestamp) {
+  size_t alone = SingleRecordBatchSize(key, value, headers);
+  if (static_cast<int64_t>(alone) > max_message_bytes_)
+    return Status::TooLarge("record of " + std::to_string(alone) +
+                            " bytes (as a batch of one) is over the topic's max.message.bytes (" +
+                            std::to_string(max_message_bytes_) + ")");
+  int32_t p = options_.partition >= 0 ? options_.partition : partitioner_.Choose(key);
+  Slot& s = slots_[static_cast<size_t>(p)];
+  // Upper bound of the encoded record: deltas at their widest.
+  size_t bound = alone + 2 * kMaxVarint64Bytes;
+  if (s.builder && !s.builder->empty() &&
+      static_cast<int64_t>(format::kBatchHeaderSize + s.bytes + bound) > max_message_bytes_) {
+    SILT_TRY(SendBatch(p));
+    // The sticky partitioner may have moved on; unkeyed records follow it.
+    if (options_.partition < 0 && !key) return Send(key, value, headers, timestamp);
+  }
+  if (!s.builder) {
+    format::RecordBatchBuilder::Options bo;
+    bo.compression = options_.compression;
+    s.builder = std::make_unique<format::RecordBatchBuilder>(bo);
+  }
+  if (timestamp < 0) timestamp = NowMs().value();
+  s.builder->Add(key, value, timestamp, headers);
+  s.bytes += bound;
+  buffered_ += bound;
+  if (s.bytes >= options_.batch_bytes) return SendBatch(p);
+  if (buffered_ > options_.max_buffered_bytes) {
+    auto largest = std::max_element(slots_.begin(), slots_.end(),
+                                    [](const Slot& a, const Slot& b) { return a.bytes < b.bytes; });
+    return SendBatch(static_cast<int32_t>(largest - slots_.begin()));
+  }
+  return Status::OK();
+}
+
+Status LocalProducer::SendBatch(int32_t partition) {
+  Slot& s = slots_[static_cast<size_t>(partition)];
+  if (!s.builder || s.builder->empty()) return Status::OK();
+  int count = s.builder->record_count();
+  buffered_ -= s.bytes;
+  s.bytes = 0;
+  SILT_ASSIGN_OR_RETURN(std::string batch, s.builder->Finish());
+  if (!s.log) {
+    SILT_ASSIGN_OR_RETURN(s.log, dir_->Partition(topic_, partition));
+  }
+  size_t size = batch.size();
+  auto appended = s.log->Append(&batch);
+  if (!appended.ok())
+    return appended.status().WithContext(topic_ + "-" + std::to_string(partition));
+  s.written = true;
+  records_appended_ += count;
+  batches_appended_ += 1;
+  bytes_appended_ += static_cast<int64_t>(size);
+  partitioner_.OnBatchSent(partition);
+  return Status::OK();
+}
+
+Status LocalProducer::SendPending() {
+  for (size_t p = 0; p < slots_.size(); ++p) SILT_TRY(SendBatch(static_cast<int32_t>(p)));
+  return Status::OK();
+}
+
+Status LocalProducer::Flush() {
+  SILT_TRY(SendPending());
+  for (size_t p = 0; p < slots_.size(); ++p) {
+    Slot& s = slots_[p];
+    if (s.written) {
+      Status st = s.log->Flush();
+      if (!st.ok()) return st.WithContext(topic_ + "-" + std::to_string(p));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace silt::client

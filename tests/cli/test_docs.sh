@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Help, man pages and completions agree:
+#  (a) the committed completions/ are exactly what `silt completion` prints now;
+#  (b) for every man/silt-<name>.1, the options that `silt <name> --help` lists (and those of its
+#      own subcommands) are exactly the options the page's OPTIONS section documents.
+# Subcommands are discovered from `silt --help`, so ones added later are covered automatically.
+source "$(dirname "$0")/lib.sh"
+
+# (a) completions
+gen="$TMP/completions"
+if sh "$SILT_SOURCE_DIR/scripts/gen-completions.sh" "$SILT" "$gen"; then pass; else fail "gen-completions.sh failed"; fi
+for shell in bash zsh fish; do
+  if diff -u "$SILT_SOURCE_DIR/completions/silt.$shell" "$gen/silt.$shell" >"$TMP/diff"; then
+    pass
+  else
+    fail "completions/silt.$shell is stale; run 'make completions' and commit it:
+$(head -20 "$TMP/diff")"
+  fi
+done
+
+# Subcommand names listed in the "Subcommands:" section of a --help text.
+subcommands_of() {
+  awk '/^Subcommands:/ {on=1; next} /^[^ ]/ {on=0} on && /^  [a-z]/ {print $1}'
+}
+# Option names (-x, --long) listed in the "Options:" section of a --help text; -h/--help and
+# -V/--version are everywhere and not documented per page.
+options_of_help() {
+  awk '/^Options:/ {on=1; next} /^[^ ]/ {on=0} on && /^  +-/ {print $1}' |
+    tr ',' '\n' | grep -E '^-' | grep -vxE -- '-h|--help|-V|--version' || true
+}
+# Options of a subcommand path and of every subcommand beneath it.
+collect_help_options() {
+  local help
+  help=$("$SILT" "$@" --help 2>&1)
+  printf '%s\n' "$help" | options_of_help
+  local s
+  for s in $(printf '%s\n' "$help" | subcommands_of); do
+    collect_help_options "$@" "$s"
+  done
+}
+# Options documented in a man page's OPTIONS section: the tag line after each .TP/.IP.
+options_of_man() {
+  awk '/^\.SH/ {on = ($0 ~ /^\.SH "?OPTIONS"?/); next}
+       on && /^\.(TP|IP)/ {tag=1; if ($0 ~ /^\.IP /) {sub(/^\.IP /, ""); print; tag=0}; next}
+       on && tag {print; tag=0}' "$1" |
+    sed -e 's/\\f[BIRP]//g' -e 's/\\-/-/g' -e 's/^\.[A-Z]* //' -e 's/"//g' |
+    grep -oE '(^|[ ,])--?[A-Za-z0-9][A-Za-z0-9-]*' | sed 's/^[ ,]//' |
+    grep -vxE -- '-h|--help|-V|--version' || true
+}
+
+commands=$("$SILT" --help | subcommands_of)
+if [ -n "$commands" ]; then pass; else fail "no subcommands found in silt --help"; fi
+for cmd in $commands; do
+  page="$SILT_SOURCE_DIR/man/silt-$cmd.1"
+  if [ ! -f "$page" ]; then
+    echo "note: no man page for '$cmd' (man/silt-$cmd.1); not checked"
+    continue
+  fi
+  collect_help_options "$cmd" | sort -u >"$TMP/help.txt"
+  options_of_man "$page" | sort -u >"$TMP/man.txt"
+  if [ ! -s "$TMP/help.txt" ] && [ ! -s "$TMP/man.txt" ]; then pass; continue; fi
+  if diff "$TMP/help.txt" "$TMP/man.txt" >"$TMP/diff"; then
+    pass
+  else
+    fail "silt $cmd --help and man/silt-$cmd.1 OPTIONS disagree (< only in --help, > only in the page):
+$(grep -E '^[<>]' "$TMP/diff")"
+  fi
+done
+# Every page names a real subcommand.
+for page in "$SILT_SOURCE_DIR"/man/silt-*.1; do
+  [ -e "$page" ] || continue
+  name=$(basename "$page" .1)
+  name=${name#silt-}
+  if printf '%s\n' $commands | grep -qx -- "$name"; then pass; else fail "man/silt-$name.1 documents a subcommand silt does not have"; fi
+done
+# Every page has the fixed sections.
+for page in "$SILT_SOURCE_DIR"/man/silt.1 "$SILT_SOURCE_DIR"/man/silt-*.1; do
+  [ -e "$page" ] || continue
+  for section in NAME SYNOPSIS DESCRIPTION OPTIONS "OUTPUT FORMAT" "EXIT STATUS" EXAMPLES "SEE ALSO"; do
+    if grep -qE "^\.SH \"?$section\"?\$" "$page"; then pass; else fail "$(basename "$page") lacks the $section section"; fi
+  done
+done
+finish
