@@ -21,8 +21,8 @@ const CommandInfo kCommands[] = {
      RegisterDumpSegment},
     {"verify-crc", "check (and with --repair, fix) segment files, partitions or data dirs",
      RegisterVerifyCrc},
-    {"completion", "print a shell completion script (bash, zsh or fish)", RegisterCompletion},
     {"serve", "run a broker that speaks the Kafka protocol", RegisterServe},
+    {"completion", "print a shell completion script (bash, zsh or fish)", RegisterCompletion},
 };
 }  // namespace
 
