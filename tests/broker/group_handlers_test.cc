@@ -162,5 +162,64 @@ TEST_CASE("a v0 group member joins, syncs, commits, and its offsets survive a re
   CHECK((*state)->Log()->log_end_offset().value() >= 3);
 }
 
+
+TEST_CASE("a Kafka 3.7 broker's __consumer_offsets partition loads: group DEVSmileCDR") {
+  std::string fixture = std::string(SILT_FIXTURES_DIR) +
+                        "/kafka-data/kafka-3.7-kraft/__consumer_offsets-6/00000000000000000000.log";
+  if (!PathExists(fixture)) {
+    MESSAGE("SKIPPED: " << fixture << " is absent; the Kafka offsets load check did not run");
+    return;
+  }
+  BrokerConfig config = GroupConfig();
+  config.offsets_topic_num_partitions = 50;
+  TestBroker b(config);
+  // Create the topic as the broker would, then put Kafka's partition 6 in place of ours.
+  REQUIRE(b.server->broker()
+              .CreateTopic(protocol::kConsumerOffsetsTopic, 50, {{"cleanup.policy", "compact"}})
+              .ok());
+  REQUIRE(b.server->Shutdown().ok());
+  b.server.reset();
+  std::string dir = JoinPath(b.data_dir, "__consumer_offsets-6");
+  auto files = ListDir(dir);
+  REQUIRE(files.ok());
+  for (const std::string& f : *files) {
+    if (f.find(".index") != std::string::npos || f.find(".log") != std::string::npos) {
+      REQUIRE(RemoveFile(JoinPath(dir, f)).ok());
+    }
+  }
+  auto bytes = ReadFile(fixture);
+  REQUIRE(bytes.ok());
+  REQUIRE(WriteFileAtomic(JoinPath(dir, "00000000000000000000.log"), *bytes).ok());
+  b.Start();
+
+  Client c(b.port);
+  protocol::OffsetFetchRequest fetch;
+  fetch.group_id = "DEVSmileCDR";
+  protocol::OffsetFetchResponse fr;
+  c.Call(fetch, 5, &fr);
+  CHECK(fr.error_code == 0);
+  bool found = false;
+  for (const auto& t : fr.topics) {
+    for (const auto& p : t.partitions) {
+      CHECK(p.committed_offset >= 0);
+      if (t.name == "TestTopicPatient" && p.partition_index == 0) {
+        CHECK(p.committed_offset == 3);
+        found = true;
+      }
+    }
+  }
+  CHECK(found);
+  protocol::DescribeGroupsRequest dreq;
+  dreq.groups = {"DEVSmileCDR"};
+  protocol::DescribeGroupsResponse dresp;
+  c.Call(dreq, 4, &dresp);
+  REQUIRE(dresp.groups.size() == 1);
+  const auto& g = dresp.groups[0];
+  CHECK(g.protocol_type == "consumer");
+  CHECK(g.group_state == "Stable");
+  CHECK(!g.members.empty());
+  for (const auto& m : g.members) CHECK(m.client_host.rfind("/", 0) == 0);
+}
+
 }  // namespace
 }  // namespace silt::broker
