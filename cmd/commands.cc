@@ -7,6 +7,7 @@ RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterProduce(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g);
+RunFn RegisterServe(CLI::App* sub, GlobalOptions* g);
 
 namespace {
 const CommandInfo kCommands[] = {
@@ -15,6 +16,7 @@ const CommandInfo kCommands[] = {
     {"topic", "create, list, describe, delete topics and change their configs", RegisterTopic},
     {"group", "list, describe, reset and delete consumer-group positions", RegisterGroup},
     {"completion", "print a shell completion script (bash, zsh or fish)", RegisterCompletion},
+    {"serve", "run a broker that speaks the Kafka protocol", RegisterServe},
 };
 }  // namespace
 

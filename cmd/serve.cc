@@ -1,0 +1,102 @@
+// `silt serve`: run a single-node broker that speaks the Kafka protocol over a data directory.
+// Flags override the properties file (-c), which overrides the defaults.
+#include <CLI/CLI.hpp>
+
+#include <signal.h>
+
+#include <cstdio>
+
+#include "broker/config.h"
+#include "broker/logging.h"
+#include "broker/server.h"
+#include "cmd/command.h"
+
+namespace silt::cmd {
+namespace {
+
+struct ServeFlags {
+  std::string config_file;
+  std::string data_dir;
+  std::string listen;
+  std::string advertised;
+  int32_t node_id = -1;
+  std::vector<std::string> sets;
+  std::string log_level = "info";
+};
+
+int RunServe(const ServeFlags& f, GlobalOptions* global) {
+  broker::LogLevel level;
+  if (!broker::ParseLogLevel(f.log_level, &level)) {
+    return Fail("--log-level: expected debug, info, warn or error, got '" + f.log_level + "'");
+  }
+  broker::SetLogLevel(level);
+
+  broker::BrokerConfig config;
+  config.data_dir = global->data_dir;
+  if (!f.config_file.empty()) {
+    Status s = broker::LoadServerProperties(f.config_file, &config);
+    if (!s.ok()) return Fail(s);
+  }
+  for (const std::string& kv : f.sets) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return Fail("--set: expected key=value, got '" + kv + "'");
+    Status s = broker::ApplyServerProperty(&config, kv.substr(0, eq), kv.substr(eq + 1));
+    if (!s.ok()) return Fail(s.message().empty() ? s.ToString() : "--set: " + s.message());
+  }
+  if (!f.data_dir.empty()) config.data_dir = f.data_dir;
+  if (!f.listen.empty()) {
+    Status s = broker::ParseHostPort(f.listen, &config.listen_host, &config.listen_port);
+    if (!s.ok()) return Fail("--listen: " + s.message());
+  }
+  if (!f.advertised.empty()) {
+    Status s = broker::ParseHostPort(f.advertised, &config.advertised_host, &config.advertised_port);
+    if (!s.ok()) return Fail("--advertised-listener: " + s.message());
+  }
+  if (f.node_id >= 0) config.node_id = f.node_id;
+  for (const std::string& k : config.ignored_keys) {
+    broker::LogWarn("config key '" + k + "' has no effect on this broker; ignored");
+  }
+
+  // Block the stop signals in every thread (the io threads inherit this mask) and wait for them
+  // here, so shutdown runs on this thread and never inside a signal handler. SIGPIPE is ignored:
+  // a client that goes away shows up as a write error, not a dead broker.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto server = broker::Server::Start(config);
+  if (!server.ok()) {
+    broker::LogError("cannot start: " + server.status().ToString());
+    return kExitError;
+  }
+  int sig = 0;
+  sigwait(&stop, &sig);
+  broker::LogInfo(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                  ", shutting down");
+  Status s = (*server)->Shutdown();
+  return s.ok() ? kExitOk : kExitError;
+}
+
+}  // namespace
+
+RunFn RegisterServe(CLI::App* sub, GlobalOptions* global) {
+  auto f = std::make_shared<ServeFlags>();
+  sub->add_option("-c,--config", f->config_file,
+                  "server.properties file (Kafka's key names); flags override it");
+  sub->add_option("-d,--data-dir", f->data_dir,
+                  "data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)");
+  sub->add_option("--listen", f->listen,
+                  "address to listen on, HOST:PORT (default 127.0.0.1:9092; port 0 picks one)");
+  sub->add_option("--advertised-listener", f->advertised,
+                  "HOST:PORT clients are told to connect to (default: the bound address)");
+  sub->add_option("--node-id", f->node_id, "this broker's node id (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--set", f->sets, "set a broker config, key=value (repeatable)");
+  sub->add_option("--log-level", f->log_level, "debug, info, warn or error (default info)");
+  return [f, global] { return RunServe(*f, global); };
+}
+
+}  // namespace silt::cmd

@@ -1,0 +1,186 @@
+// server.properties parsing.
+#include "broker/config.h"
+
+#include <charconv>
+#include <cstdlib>
+
+#include "base/file.h"
+
+namespace silt::broker {
+namespace {
+
+std::string Trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+template <typename T>
+Status ParseInt(const std::string& key, const std::string& value, T min, T max, T* out) {
+  T v{};
+  auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || p != value.data() + value.size() || v < min || v > max) {
+    return Status::InvalidArgument(key + ": expected an integer in [" + std::to_string(min) +
+                                   ", " + std::to_string(max) + "], got '" + value + "'");
+  }
+  *out = v;
+  return Status::OK();
+}
+
+Status ParseBool(const std::string& key, const std::string& value, bool* out) {
+  if (value == "true") *out = true;
+  else if (value == "false") *out = false;
+  else return Status::InvalidArgument(key + ": expected true or false, got '" + value + "'");
+  return Status::OK();
+}
+
+// log.* keys that map directly onto a topic config (Kafka's "synonyms").
+struct Synonym {
+  const char* broker_key;
+  const char* topic_key;
+  int64_t multiplier;  // applied to integer values (minutes/hours to ms)
+};
+const Synonym kSynonyms[] = {
+    {"log.segment.bytes", "segment.bytes", 1},
+    {"log.roll.ms", "segment.ms", 1},
+    {"log.roll.hours", "segment.ms", 3600LL * 1000},
+    {"log.retention.ms", "retention.ms", 1},
+    {"log.retention.minutes", "retention.ms", 60LL * 1000},
+    {"log.retention.hours", "retention.ms", 3600LL * 1000},
+    {"log.retention.bytes", "retention.bytes", 1},
+    {"log.flush.interval.messages", "flush.messages", 1},
+    {"log.flush.interval.ms", "flush.ms", 1},
+    {"log.index.interval.bytes", "index.interval.bytes", 1},
+    {"log.index.size.max.bytes", "segment.index.bytes", 1},
+    {"log.message.timestamp.type", "message.timestamp.type", 0},
+    {"log.cleanup.policy", "cleanup.policy", 0},
+    {"log.cleaner.delete.retention.ms", "delete.retention.ms", 1},
+    {"compression.type", "compression.type", 0},
+    {"min.insync.replicas", "min.insync.replicas", 0},
+};
+
+// Keys of a stock Kafka server.properties that have no meaning for a single silt node.
+const char* kIgnored[] = {
+    "num.network.threads", "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+    "log.retention.check.interval.ms", "zookeeper.connect", "zookeeper.connection.timeout.ms",
+    "group.initial.rebalance.delay.ms", "process.roles", "controller.quorum.voters",
+    "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map",
+    "default.replication.factor", "num.replica.fetchers", "offsets.topic.num.partitions",
+    "log.retention.check.interval.ms", "controller.quorum.bootstrap.servers",
+};
+
+}  // namespace
+
+Status ParseHostPort(const std::string& text, std::string* host, int* port) {
+  std::string t = Trim(text);
+  size_t comma = t.find(',');
+  if (comma != std::string::npos) t = Trim(t.substr(0, comma));
+  size_t scheme = t.find("://");
+  if (scheme != std::string::npos) {
+    std::string proto = t.substr(0, scheme);
+    if (proto != "PLAINTEXT") {
+      return Status::InvalidArgument("listener '" + t + "': only PLAINTEXT listeners are supported");
+    }
+    t = t.substr(scheme + 3);
+  }
+  std::string h;
+  std::string p;
+  if (!t.empty() && t[0] == '[') {
+    size_t close = t.find(']');
+    if (close == std::string::npos || close + 1 >= t.size() || t[close + 1] != ':') {
+      return Status::InvalidArgument("'" + text + "': expected [ADDRESS]:PORT");
+    }
+    h = t.substr(1, close - 1);
+    p = t.substr(close + 2);
+  } else {
+    size_t colon = t.rfind(':');
+    if (colon == std::string::npos) {
+      return Status::InvalidArgument("'" + text + "': expected HOST:PORT");
+    }
+    h = t.substr(0, colon);
+    p = t.substr(colon + 1);
+  }
+  int v = 0;
+  SILT_TRY(ParseInt<int>("port of '" + text + "'", p, 0, 65535, &v));
+  *host = h.empty() ? "0.0.0.0" : h;
+  *port = v;
+  return Status::OK();
+}
+
+Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::string& value) {
+  if (key == "listeners") return ParseHostPort(value, &c->listen_host, &c->listen_port);
+  if (key == "advertised.listeners") {
+    return ParseHostPort(value, &c->advertised_host, &c->advertised_port);
+  }
+  if (key == "log.dirs" || key == "log.dir") {
+    std::string first = value.substr(0, value.find(','));
+    if (first.empty()) return Status::InvalidArgument(key + ": empty");
+    c->data_dir = Trim(first);
+    return Status::OK();
+  }
+  if (key == "node.id" || key == "broker.id") {
+    return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->node_id);
+  }
+  if (key == "cluster.id") {
+    c->cluster_id = value;
+    return Status::OK();
+  }
+  if (key == "num.partitions") return ParseInt<int32_t>(key, value, 1, 1000000, &c->num_partitions);
+  if (key == "auto.create.topics.enable") return ParseBool(key, value, &c->auto_create_topics);
+  if (key == "message.max.bytes") {
+    SILT_TRY(ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->message_max_bytes));
+    return c->log_defaults.Set("max.message.bytes", value);
+  }
+  if (key == "socket.request.max.bytes") {
+    return ParseInt<int64_t>(key, value, 1, INT32_MAX, &c->socket_request_max_bytes);
+  }
+  if (key == "max.connections") return ParseInt<int32_t>(key, value, 1, INT32_MAX, &c->max_connections);
+  if (key == "num.io.threads") return ParseInt<int>(key, value, 1, 64, &c->io_threads);
+  for (const Synonym& s : kSynonyms) {
+    if (key != s.broker_key) continue;
+    if (s.multiplier <= 1) return c->log_defaults.Set(s.topic_key, value);
+    int64_t v = 0;
+    SILT_TRY(ParseInt<int64_t>(key, value, -1, INT64_MAX / s.multiplier, &v));
+    return c->log_defaults.Set(s.topic_key, std::to_string(v < 0 ? v : v * s.multiplier));
+  }
+  for (const char* k : kIgnored) {
+    if (key == k) {
+      c->ignored_keys.push_back(key);
+      return Status::OK();
+    }
+  }
+  return Status::NotFound("unknown broker config '" + key + "'");
+}
+
+Status LoadServerProperties(const std::string& path, BrokerConfig* config) {
+  SILT_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  size_t pos = 0;
+  int line_no = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string line = Trim(std::string_view(text).substr(pos, nl - pos));
+    pos = nl + 1;
+    ++line_no;
+    if (line.empty() || line[0] == '#' || line[0] == '!') continue;
+    size_t sep = line.find_first_of("=:");
+    if (sep == std::string::npos) {
+      return Status::InvalidArgument(path + ":" + std::to_string(line_no) +
+                                     ": expected key=value");
+    }
+    std::string key = Trim(line.substr(0, sep));
+    Status s = ApplyServerProperty(config, key, Trim(line.substr(sep + 1)));
+    if (s.IsNotFound()) {
+      // A stock Kafka file carries many keys that mean nothing here: note them, go on.
+      config->ignored_keys.push_back(key);
+      continue;
+    }
+    if (!s.ok()) return s.WithContext(path + ":" + std::to_string(line_no));
+  }
+  return Status::OK();
+}
+
+}  // namespace silt::broker

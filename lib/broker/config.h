@@ -1,0 +1,55 @@
+// The broker's configuration: Kafka's server.properties names, parsed into one struct.
+//
+// Recognised keys: listeners, advertised.listeners, log.dirs / log.dir, node.id / broker.id,
+// cluster.id, num.partitions, auto.create.topics.enable, default.replication.factor,
+// message.max.bytes, socket.request.max.bytes, max.connections, num.io.threads (silt: io
+// threads), log.segment.bytes, log.roll.ms|hours, log.retention.ms|minutes|hours|bytes,
+// log.flush.interval.messages|ms, log.index.interval.bytes, log.index.size.max.bytes,
+// log.message.timestamp.type, log.cleanup.policy, compression.type, min.insync.replicas.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/log_config.h"
+
+namespace silt::broker {
+
+struct BrokerConfig {
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 9092;  // 0: an ephemeral port, reported in the "listening on" line
+  // Where clients are told to connect (Metadata). Empty host: the bound address.
+  std::string advertised_host;
+  int advertised_port = -1;  // -1: the bound port
+  int32_t node_id = 0;
+  std::string cluster_id;  // empty: generated once and kept in the data dir
+  std::string data_dir = "./silt-data";
+  int32_t num_partitions = 1;
+  bool auto_create_topics = true;
+  int32_t message_max_bytes = 1048588;                  // message.max.bytes
+  int64_t socket_request_max_bytes = 100LL << 20;       // socket.request.max.bytes
+  int32_t max_connections = 2147483647;                 // max.connections
+  int io_threads = 2;
+  // Most requests a connection may have in flight before the broker stops reading from it.
+  int max_in_flight_per_connection = 64;
+  storage::LogConfig log_defaults;  // topic defaults from the log.* keys
+  // Keys that were accepted but have no effect here (reported once at start-up).
+  std::vector<std::string> ignored_keys;
+};
+
+// Applies one Kafka server property. InvalidArgument naming the key for bad values, NotFound
+// for a key this broker does not know.
+Status ApplyServerProperty(BrokerConfig* config, const std::string& key, const std::string& value);
+
+// Reads a Java-style properties file (`key=value` or `key: value`, `#`/`!` comments) and applies
+// each entry in order. Unknown keys are collected in ignored_keys rather than refused, so a stock
+// Kafka server.properties loads.
+Status LoadServerProperties(const std::string& path, BrokerConfig* config);
+
+// Parses "HOST:PORT", "[v6]:PORT" or a listener "PLAINTEXT://HOST:PORT" (the first of a
+// comma-separated list). An empty host means all interfaces (0.0.0.0).
+Status ParseHostPort(const std::string& text, std::string* host, int* port);
+
+}  // namespace silt::broker

@@ -1,0 +1,53 @@
+// Request dispatch: one table of {api_key, handler} rows joined with the protocol's API table
+// ({key, name, min, max, first_flexible}), so that the ApiVersions answer and dispatch come from
+// the same rows. Adding an API is adding a row here (and its handler).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "broker/request.h"
+
+namespace silt::broker {
+
+class Broker;
+
+// A handler decodes req->body() for req->api_version, does the work and calls `respond` exactly
+// once (now or later, from any thread). A non-OK Status (a body that does not decode) means the
+// request was malformed: the connection is closed and `respond` must not have been called.
+using HandlerFn = Status (*)(Broker& broker, std::shared_ptr<Request> req, Respond respond);
+
+struct ApiRow {
+  int16_t api_key;
+  const char* name;
+  int16_t min_version;
+  int16_t max_version;
+  int16_t first_flexible;  // first version using flexible encodings (INT16_MAX: none)
+  HandlerFn handler;
+};
+
+// The rows this broker serves, in api_key order.
+const std::vector<ApiRow>& ApiRows();
+// The row for `api_key`, or nullptr.
+const ApiRow* FindApi(int16_t api_key);
+
+class Dispatcher {
+ public:
+  explicit Dispatcher(Broker* broker) : broker_(broker) {}
+
+  // Decodes the request header at the start of req->frame into req's header fields and
+  // body_offset; *flexible_response_header says whether the response header carries tagged
+  // fields. Errors (unknown api key, unsupported version other than ApiVersions', truncated
+  // header) mean the connection must be closed; the message says why, for the log line.
+  Status ParseHeader(Request* req, bool* flexible_response_header) const;
+  // Runs the handler of a request whose header ParseHeader accepted.
+  Status Dispatch(std::shared_ptr<Request> req, Respond respond) const;
+
+ private:
+  Broker* broker_;
+};
+
+}  // namespace silt::broker

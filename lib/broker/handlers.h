@@ -1,0 +1,51 @@
+// The request handlers (one function per API) and helpers they share. Internal to lib/broker;
+// the table that names them is in dispatch.cc.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/coding.h"
+#include "base/status.h"
+#include "broker/broker.h"
+#include "broker/request.h"
+#include "protocol/errors.h"
+
+namespace silt::broker {
+
+Status HandleApiVersions(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleMetadata(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleProduce(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleInitProducerId(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleFetch(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleListOffsets(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleCreateTopics(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleDeleteTopics(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleCreatePartitions(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleDeleteRecords(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleDescribeConfigs(Broker& b, std::shared_ptr<Request> req, Respond respond);
+
+// Decodes req's body as `Msg` at req's version; the whole body must be consumed.
+template <typename Msg>
+Status DecodeBody(const Request& req, Msg* msg) {
+  ByteReader r(req.body());
+  Status s = msg->Decode(r, req.api_version);
+  if (!s.ok()) return s.WithContext("decoding request body");
+  return Status::OK();
+}
+
+// Encodes `msg` at `version` as a whole in-memory response body.
+template <typename Msg>
+Response EncodeBody(const Msg& msg, int16_t version) {
+  std::string out;
+  ByteWriter w(&out);
+  msg.Encode(w, version);
+  return Response::FromBytes(std::move(out));
+}
+
+inline int16_t Wire(protocol::ErrorCode c) { return protocol::ToWire(c); }
+
+// Kafka's topic name rules: 1..249 characters of [a-zA-Z0-9._-], not "." or "..".
+bool ValidTopicName(const std::string& name, std::string* why);
+
+}  // namespace silt::broker

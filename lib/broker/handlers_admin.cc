@@ -1,0 +1,355 @@
+// CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords, DescribeConfigs.
+#include <set>
+
+#include "broker/handlers.h"
+#include "broker/logging.h"
+#include "protocol/messages.h"
+
+namespace silt::broker {
+
+using protocol::ErrorCode;
+
+namespace {
+
+// Checks topic config overrides without applying them. On failure *why names the key.
+bool ValidConfigs(const std::map<std::string, std::string>& configs, std::string* why) {
+  storage::LogConfig probe;
+  for (const auto& [k, v] : configs) {
+    if (!storage::LogConfig::IsKnownKey(k)) {
+      *why = "unknown topic config '" + k + "'";
+      return false;
+    }
+    Status s = probe.Set(k, v);
+    if (!s.ok()) {
+      *why = s.message();
+      return false;
+    }
+  }
+  return true;
+}
+
+// Single node: the only replica that can be named is this broker.
+bool ValidAssignment(const std::vector<int32_t>& brokers, int32_t node) {
+  return brokers.size() == 1 && brokers[0] == node;
+}
+
+}  // namespace
+
+// ---- CreateTopics -----------------------------------------------------------------------
+
+Status HandleCreateTopics(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+  protocol::CreateTopicsRequest request;
+  SILT_TRY(DecodeBody(*req, &request));
+  protocol::CreateTopicsResponse resp;
+  std::map<std::string, int> seen;
+  for (const auto& t : request.topics) ++seen[t.name];
+  for (const auto& t : request.topics) {
+    protocol::CreateTopicsResponse::Topic tr;
+    tr.name = t.name;
+    auto fail = [&tr](ErrorCode c, std::string m) {
+      tr.error_code = Wire(c);
+      tr.error_message = std::move(m);
+    };
+    std::string why;
+    int32_t partitions = t.num_partitions == -1 ? b.config().num_partitions : t.num_partitions;
+    std::map<std::string, std::string> configs;
+    for (const auto& c : t.configs) {
+      if (c.value) configs[c.name] = *c.value;  // null: the default
+    }
+    if (seen[t.name] > 1) {
+      fail(ErrorCode::INVALID_REQUEST, "topic " + t.name + " appears more than once");
+    } else if (!ValidTopicName(t.name, &why)) {
+      fail(ErrorCode::INVALID_TOPIC_EXCEPTION, why);
+    } else if (!t.assignments.empty() &&
+               (t.num_partitions != -1 || t.replication_factor != -1)) {
+      fail(ErrorCode::INVALID_REQUEST,
+           "give either assignments or num_partitions/replication_factor, not both");
+    } else if (!t.assignments.empty()) {
+      partitions = static_cast<int32_t>(t.assignments.size());
+      std::set<int32_t> idx;
+      for (const auto& a : t.assignments) {
+        idx.insert(a.partition_index);
+        if (!ValidAssignment(a.broker_ids, b.node_id())) {
+          fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+               "this single-node cluster has only broker " + std::to_string(b.node_id()));
+          break;
+        }
+      }
+      if (tr.error_code == 0 && (static_cast<int32_t>(idx.size()) != partitions ||
+                                 *idx.begin() != 0 || *idx.rbegin() != partitions - 1)) {
+        fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT, "partition indexes must be 0..N-1");
+      }
+    } else if (partitions <= 0) {
+      fail(ErrorCode::INVALID_PARTITIONS, "number of partitions must be at least 1");
+    } else if (t.replication_factor == 0 || t.replication_factor < -1) {
+      fail(ErrorCode::INVALID_REPLICATION_FACTOR, "replication factor must be at least 1");
+    } else if (t.replication_factor > 1) {
+      fail(ErrorCode::INVALID_REPLICATION_FACTOR,
+           "replication factor " + std::to_string(t.replication_factor) +
+               " is larger than the number of brokers (1)");
+    }
+    if (tr.error_code == 0 && !ValidConfigs(configs, &why)) {
+      fail(ErrorCode::INVALID_CONFIG, why);
+    }
+    if (tr.error_code == 0) {
+      auto existing = b.GetTopic(t.name);
+      if (existing.ok()) {
+        fail(ErrorCode::TOPIC_ALREADY_EXISTS, "topic '" + t.name + "' already exists");
+      } else if (!request.validate_only) {
+        auto created = b.CreateTopic(t.name, partitions, configs);
+        if (!created.ok()) {
+          const Status& s = created.status();
+          ErrorCode c = s.code() == Status::Code::kAlreadyExists ? ErrorCode::TOPIC_ALREADY_EXISTS
+                        : s.code() == Status::Code::kInvalidArgument ? ErrorCode::INVALID_CONFIG
+                                                                      : protocol::ErrorCodeFromStatus(s);
+          fail(c, s.message());
+        }
+      }
+    }
+    resp.topics.push_back(std::move(tr));
+  }
+  respond(EncodeBody(resp, req->api_version));
+  return Status::OK();
+}
+
+// ---- DeleteTopics -----------------------------------------------------------------------
+
+Status HandleDeleteTopics(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+  protocol::DeleteTopicsRequest request;
+  SILT_TRY(DecodeBody(*req, &request));
+  protocol::DeleteTopicsResponse resp;
+  for (const std::string& name : request.topic_names) {
+    decltype(resp.responses)::value_type r;
+    r.name = name;
+    Status s = b.DeleteTopic(name);
+    if (s.IsNotFound()) {
+      r.error_code = Wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+    } else if (!s.ok()) {
+      LogError("deleting topic " + name + ": " + s.ToString());
+      r.error_code = Wire(protocol::ErrorCodeFromStatus(s));
+    }
+    resp.responses.push_back(std::move(r));
+  }
+  respond(EncodeBody(resp, req->api_version));
+  return Status::OK();
+}
+
+// ---- CreatePartitions -------------------------------------------------------------------
+
+Status HandleCreatePartitions(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+  protocol::CreatePartitionsRequest request;
+  SILT_TRY(DecodeBody(*req, &request));
+  protocol::CreatePartitionsResponse resp;
+  for (const auto& t : request.topics) {
+    decltype(resp.results)::value_type r;
+    r.name = t.name;
+    auto fail = [&r](ErrorCode c, std::string m) {
+      r.error_code = Wire(c);
+      r.error_message = std::move(m);
+    };
+    auto info = b.GetTopic(t.name);
+    if (!info.ok()) {
+      fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "topic '" + t.name + "' does not exist");
+    } else if (t.count <= info->partitions) {
+      fail(ErrorCode::INVALID_PARTITIONS,
+           "topic has " + std::to_string(info->partitions) + " partitions; the new count " +
+               std::to_string(t.count) + " must be larger");
+    } else if (t.assignments &&
+               static_cast<int32_t>(t.assignments->size()) != t.count - info->partitions) {
+      fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT, "one assignment per new partition is needed");
+    } else {
+      if (t.assignments) {
+        for (const auto& a : *t.assignments) {
+          if (!ValidAssignment(a.broker_ids, b.node_id())) {
+            fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+                 "this single-node cluster has only broker " + std::to_string(b.node_id()));
+            break;
+          }
+        }
+      }
+      if (r.error_code == 0 && !request.validate_only) {
+        Status s = b.AddPartitions(t.name, t.count);
+        if (!s.ok()) fail(protocol::ErrorCodeFromStatus(s), s.message());
+      }
+    }
+    resp.results.push_back(std::move(r));
+  }
+  respond(EncodeBody(resp, req->api_version));
+  return Status::OK();
+}
+
+// ---- DeleteRecords ----------------------------------------------------------------------
+
+Status HandleDeleteRecords(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+  protocol::DeleteRecordsRequest request;
+  SILT_TRY(DecodeBody(*req, &request));
+  protocol::DeleteRecordsResponse resp;
+  for (const auto& t : request.topics) {
+    protocol::DeleteRecordsResponse::Topic tr;
+    tr.name = t.name;
+    for (const auto& p : t.partitions) {
+      protocol::DeleteRecordsResponse::Partition pr;
+      pr.partition_index = p.partition_index;
+      pr.low_watermark = -1;
+      auto state = b.Partition(t.name, p.partition_index);
+      auto log = state.ok() ? (*state)->Log() : PartitionState::LogRef{};
+      if (!log) {
+        pr.error_code = Wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+      } else {
+        Offset end = log->log_end_offset();
+        // -1 means "up to the high watermark", which is the log end on one node.
+        int64_t target = p.offset == -1 ? end.value() : p.offset;
+        if (target < 0 || target > end.value()) {
+          pr.error_code = Wire(ErrorCode::OFFSET_OUT_OF_RANGE);
+        } else {
+          Status s = Status::OK();
+          if (Offset(target) > log->log_start_offset()) s = log->AdvanceLogStart(Offset(target));
+          if (!s.ok()) {
+            LogError("delete-records on " + t.name + "-" + std::to_string(p.partition_index) +
+                     ": " + s.ToString());
+            pr.error_code = Wire(protocol::ErrorCodeFromStatus(s));
+          } else {
+            pr.low_watermark = log->log_start_offset().value();
+          }
+        }
+      }
+      tr.partitions.push_back(std::move(pr));
+    }
+    resp.topics.push_back(std::move(tr));
+  }
+  respond(EncodeBody(resp, req->api_version));
+  return Status::OK();
+}
+
+// ---- DescribeConfigs --------------------------------------------------------------------
+
+namespace {
+
+constexpr int8_t kResourceTopic = 2;
+constexpr int8_t kResourceBroker = 4;
+// DescribeConfigs ConfigSource values.
+constexpr int8_t kSourceDynamicTopic = 1;
+constexpr int8_t kSourceStaticBroker = 4;
+constexpr int8_t kSourceDefault = 5;
+// ConfigType values (v3+).
+constexpr int8_t kTypeBoolean = 1;
+constexpr int8_t kTypeString = 2;
+constexpr int8_t kTypeInt = 3;
+constexpr int8_t kTypeLong = 5;
+constexpr int8_t kTypeList = 7;
+
+int8_t TypeOf(const std::string& key, const std::string& value) {
+  if (value == "true" || value == "false") return kTypeBoolean;
+  if (key == "cleanup.policy" || key == "listeners" || key == "advertised.listeners" ||
+      key == "log.dirs") {
+    return kTypeList;
+  }
+  bool numeric = !value.empty();
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (!(isdigit(static_cast<unsigned char>(value[i])) || (i == 0 && value[i] == '-'))) numeric = false;
+  }
+  if (!numeric) return kTypeString;
+  bool is_long = key.find(".ms") != std::string::npos || key == "segment.bytes" ||
+                 key == "retention.bytes" || key == "flush.messages" ||
+                 key.find("log.") == 0;
+  return is_long ? kTypeLong : kTypeInt;
+}
+
+bool Wanted(const std::optional<std::vector<std::string>>& keys, const std::string& k) {
+  if (!keys) return true;
+  for (const auto& x : *keys) {
+    if (x == k) return true;
+  }
+  return false;
+}
+
+protocol::DescribeConfigsResponse::Config MakeConfig(const std::string& key,
+                                                     const std::string& value, int8_t source,
+                                                     bool read_only, int16_t version,
+                                                     bool synonyms) {
+  protocol::DescribeConfigsResponse::Config c;
+  c.name = key;
+  c.value = value;
+  c.read_only = read_only;
+  c.is_default = source == kSourceDefault;
+  c.config_source = source;
+  c.config_type = TypeOf(key, value);
+  if (synonyms && version >= 1) c.synonyms.push_back({key, value, source});
+  return c;
+}
+
+std::map<std::string, std::string> BrokerConfigs(Broker& b) {
+  const BrokerConfig& c = b.config();
+  const storage::LogConfig& d = c.log_defaults;
+  std::map<std::string, std::string> m;
+  m["node.id"] = std::to_string(c.node_id);
+  m["broker.id"] = std::to_string(c.node_id);
+  m["listeners"] = "PLAINTEXT://" + c.listen_host + ":" + std::to_string(c.listen_port);
+  m["advertised.listeners"] =
+      "PLAINTEXT://" + b.advertised_host() + ":" + std::to_string(b.advertised_port());
+  m["log.dirs"] = c.data_dir;
+  m["num.partitions"] = std::to_string(c.num_partitions);
+  m["auto.create.topics.enable"] = c.auto_create_topics ? "true" : "false";
+  m["message.max.bytes"] = std::to_string(c.message_max_bytes);
+  m["socket.request.max.bytes"] = std::to_string(c.socket_request_max_bytes);
+  m["max.connections"] = std::to_string(c.max_connections);
+  m["default.replication.factor"] = "1";
+  m["log.segment.bytes"] = std::to_string(d.segment_bytes);
+  m["log.roll.ms"] = std::to_string(d.segment_ms);
+  m["log.retention.ms"] = std::to_string(d.retention_ms);
+  m["log.retention.bytes"] = std::to_string(d.retention_bytes);
+  m["log.flush.interval.messages"] = std::to_string(d.flush_messages);
+  m["log.flush.interval.ms"] = std::to_string(d.flush_ms);
+  m["log.cleanup.policy"] = d.cleanup_policy;
+  m["log.message.timestamp.type"] = d.message_timestamp_type;
+  m["compression.type"] = d.compression_type;
+  m["min.insync.replicas"] = std::to_string(d.min_insync_replicas);
+  return m;
+}
+
+}  // namespace
+
+Status HandleDescribeConfigs(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+  protocol::DescribeConfigsRequest request;
+  SILT_TRY(DecodeBody(*req, &request));
+  protocol::DescribeConfigsResponse resp;
+  for (const auto& res : request.resources) {
+    decltype(resp.results)::value_type r;
+    r.resource_type = res.resource_type;
+    r.resource_name = res.resource_name;
+    if (res.resource_type == kResourceTopic) {
+      auto cfg = b.TopicConfig(res.resource_name);
+      auto overrides = b.TopicOverrides(res.resource_name);
+      if (!cfg.ok() || !overrides.ok()) {
+        r.error_code = Wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+        r.error_message = "topic '" + res.resource_name + "' does not exist";
+      } else {
+        for (const auto& [k, v] : cfg->ToMap()) {
+          if (!Wanted(res.configuration_keys, k)) continue;
+          int8_t source = overrides->count(k) ? kSourceDynamicTopic : kSourceDefault;
+          r.configs.push_back(
+              MakeConfig(k, v, source, false, req->api_version, request.include_synonyms));
+        }
+      }
+    } else if (res.resource_type == kResourceBroker) {
+      if (!res.resource_name.empty() && res.resource_name != std::to_string(b.node_id())) {
+        r.error_code = Wire(ErrorCode::INVALID_REQUEST);
+        r.error_message = "unknown broker '" + res.resource_name + "'";
+      } else {
+        for (const auto& [k, v] : BrokerConfigs(b)) {
+          if (!Wanted(res.configuration_keys, k)) continue;
+          r.configs.push_back(MakeConfig(k, v, kSourceStaticBroker, true, req->api_version,
+                                         request.include_synonyms));
+        }
+      }
+    } else {
+      r.error_code = Wire(ErrorCode::INVALID_REQUEST);
+      r.error_message = "unsupported resource type " + std::to_string(res.resource_type);
+    }
+    resp.results.push_back(std::move(r));
+  }
+  respond(EncodeBody(resp, req->api_version));
+  return Status::OK();
+}
+
+}  // namespace silt::broker

@@ -1,0 +1,139 @@
+// ApiVersions, Metadata and InitProducerId.
+#include "broker/dispatch.h"
+#include "broker/handlers.h"
+#include "broker/logging.h"
+#include "protocol/messages.h"
+
+namespace silt::broker {
+
+using protocol::ErrorCode;
+
+bool ValidTopicName(const std::string& name, std::string* why) {
+  if (name.empty() || name.size() > 249) {
+    *why = "topic name must be 1 to 249 characters";
+    return false;
+  }
+  if (name == "." || name == "..") {
+    *why = "topic name cannot be '.' or '..'";
+    return false;
+  }
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      *why = "topic name '" + name + "' has characters outside [a-zA-Z0-9._-]";
+      return false;
+    }
+  }
+  return true;
+}
+
+// ---- ApiVersions ------------------------------------------------------------------------
+
+Status HandleApiVersions(Broker&, std::shared_ptr<Request> req, Respond respond) {
+  protocol::ApiVersionsResponse resp;
+  for (const ApiRow& row : ApiRows()) {
+    resp.api_keys.push_back({row.api_key, row.min_version, row.max_version});
+  }
+  const ApiRow* self = FindApi(static_cast<int16_t>(protocol::ApiKey::kApiVersions));
+  if (req->api_version > self->max_version || req->api_version < self->min_version) {
+    // A client newer than us: answer in v0 with UNSUPPORTED_VERSION and our ranges, so it can
+    // retry with a version we speak. The body of its request is not decoded.
+    resp.error_code = Wire(ErrorCode::UNSUPPORTED_VERSION);
+    respond(EncodeBody(resp, 0));
+    return Status::OK();
+  }
+  protocol::ApiVersionsRequest request;
+  SILT_TRY(DecodeBody(*req, &request));
+  respond(EncodeBody(resp, req->api_version));
+  return Status::OK();
+}
+
+// ---- Metadata ---------------------------------------------------------------------------
+
+namespace {
+
+protocol::MetadataResponse::Topic DescribeTopic(Broker& b, const storage::TopicInfo& t) {
+  protocol::MetadataResponse::Topic out;
+  out.name = t.name;
+  for (int32_t p = 0; p < t.partitions; ++p) {
+    protocol::MetadataResponse::Partition part;
+    part.partition_index = p;
+    part.leader_id = b.node_id();
+    part.leader_epoch = 0;
+    part.replica_nodes = {b.node_id()};
+    part.isr_nodes = {b.node_id()};
+    out.partitions.push_back(std::move(part));
+  }
+  return out;
+}
+
+}  // namespace
+
+Status HandleMetadata(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+  protocol::MetadataRequest request;
+  SILT_TRY(DecodeBody(*req, &request));
+  protocol::MetadataResponse resp;
+  resp.brokers.push_back({b.node_id(), b.advertised_host(), b.advertised_port(), std::nullopt});
+  resp.cluster_id = b.cluster_id();
+  resp.controller_id = b.node_id();
+  bool all = !request.topics.has_value() || (req->api_version == 0 && request.topics->empty());
+  if (all) {
+    for (const storage::TopicInfo& t : b.ListTopics()) resp.topics.push_back(DescribeTopic(b, t));
+  } else {
+    // Before v4 there is no AllowAutoTopicCreation field: the broker setting decides.
+    bool allow_auto = req->api_version < 4 || request.allow_auto_topic_creation;
+    for (const auto& want : *request.topics) {
+      std::string why;
+      if (!ValidTopicName(want.name, &why)) {
+        protocol::MetadataResponse::Topic t;
+        t.name = want.name;
+        t.error_code = Wire(ErrorCode::INVALID_TOPIC_EXCEPTION);
+        resp.topics.push_back(std::move(t));
+        continue;
+      }
+      auto info = b.GetOrCreateTopic(want.name, allow_auto);
+      if (info.ok()) {
+        resp.topics.push_back(DescribeTopic(b, *info));
+        continue;
+      }
+      protocol::MetadataResponse::Topic t;
+      t.name = want.name;
+      t.error_code = info.status().IsNotFound()
+                         ? Wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
+                         : Wire(protocol::ErrorCodeFromStatus(info.status()));
+      if (!info.status().IsNotFound()) {
+        LogWarn("metadata for topic " + want.name + ": " + info.status().ToString());
+      }
+      resp.topics.push_back(std::move(t));
+    }
+  }
+  respond(EncodeBody(resp, req->api_version));
+  return Status::OK();
+}
+
+// ---- InitProducerId ---------------------------------------------------------------------
+
+Status HandleInitProducerId(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+  protocol::InitProducerIdRequest request;
+  SILT_TRY(DecodeBody(*req, &request));
+  protocol::InitProducerIdResponse resp;
+  if (request.transactional_id.has_value()) {
+    // Transactions are not supported: say so in a way clients treat as fatal, not retriable.
+    resp.error_code = Wire(ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+  } else {
+    auto pid = b.AllocateProducerId();
+    if (pid.ok()) {
+      resp.producer_id = *pid;
+      resp.producer_epoch = 0;
+      LogDebug("producer id " + std::to_string(*pid) + " for " + req->peer);
+    } else {
+      LogError("allocating a producer id: " + pid.status().ToString());
+      resp.error_code = Wire(protocol::ErrorCodeFromStatus(pid.status()));
+    }
+  }
+  respond(EncodeBody(resp, req->api_version));
+  return Status::OK();
+}
+
+}  // namespace silt::broker

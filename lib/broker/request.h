@@ -1,0 +1,72 @@
+// What a handler sees of one request and what it hands back: the decoded request header, the
+// body bytes, and a Response made of in-memory bytes and file ranges (sent with sendfile(2)).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/partition_log.h"
+
+namespace silt::broker {
+
+// The connection's serial executor, defined in broker/io.h (which includes asio). Handlers that
+// finish later (long-polling Fetch) use it for their timers; others ignore it.
+struct ConnExecutor;
+
+struct Request {
+  // RequestHeader: request_api_key, request_api_version, correlation_id, client_id.
+  int16_t api_key = -1;
+  int16_t api_version = -1;
+  int32_t correlation_id = 0;
+  std::string client_id;
+  std::string frame;       // the whole frame after its size prefix
+  size_t body_offset = 0;  // where the request body starts in `frame`
+  std::string peer;        // "address:port" of the client, for log lines
+  std::shared_ptr<ConnExecutor> executor;
+
+  std::string_view body() const { return std::string_view(frame).substr(body_offset); }
+};
+
+// One piece of a response body: bytes held in memory, or (when `bytes` is empty and
+// slice.length > 0) a range of a segment file.
+struct ResponsePart {
+  std::string bytes;
+  storage::FileSlice slice;
+};
+
+// A response body (after the response header, which the connection writes). Build it with
+// Append/AppendSlice; most handlers produce a single in-memory part.
+struct Response {
+  std::vector<ResponsePart> parts;
+
+  static Response FromBytes(std::string bytes) {
+    Response r;
+    r.parts.push_back(ResponsePart{std::move(bytes), {}});
+    return r;
+  }
+  void Append(std::string_view bytes) {
+    if (bytes.empty()) return;
+    if (parts.empty() || parts.back().slice.length > 0) parts.emplace_back();
+    parts.back().bytes.append(bytes.data(), bytes.size());
+  }
+  void AppendSlice(const storage::FileSlice& s) {
+    if (s.length > 0) parts.push_back(ResponsePart{{}, s});
+  }
+  int64_t size() const {
+    int64_t n = 0;
+    for (const ResponsePart& p : parts) n += p.slice.length > 0 ? p.slice.length : static_cast<int64_t>(p.bytes.size());
+    return n;
+  }
+};
+
+// How a handler completes a request; may be called from any thread, exactly once. nullopt means
+// "no response" (Produce with acks=0). The connection answers requests strictly in the order
+// they arrived, whatever order handlers complete in.
+using Respond = std::function<void(std::optional<Response>)>;
+
+}  // namespace silt::broker

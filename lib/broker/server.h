@@ -1,0 +1,42 @@
+// `silt serve`'s network server: a TCP listener speaking the Kafka protocol over a Broker.
+//
+// Threads: one io_context run by config.io_threads threads (2 by default, one per core of the
+// target machine). Each connection is served on its own strand, so its requests are decoded,
+// handled and answered in order while different connections proceed in parallel. Nothing on an
+// io thread blocks for long: reads and writes are asynchronous, sendfile(2) runs on a
+// non-blocking socket, only appends (and their configured fsyncs) run inline.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "broker/config.h"
+
+namespace silt::broker {
+
+class Broker;
+
+class Server {
+ public:
+  // Opens the data directory, binds the listener (port 0 picks a free port), starts the io
+  // threads and logs "listening on HOST:PORT".
+  static Result<std::unique_ptr<Server>> Start(const BrokerConfig& config);
+  ~Server();  // Shutdown() if not done yet
+
+  // The bound address.
+  const std::string& host() const;
+  int port() const;
+  Broker& broker();
+
+  // Graceful stop: stop accepting, stop reading new requests, answer those already read (long
+  // polls answer at once), then stop the threads and close the data dir cleanly. Idempotent.
+  Status Shutdown();
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace silt::broker
