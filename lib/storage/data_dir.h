@@ -4,9 +4,13 @@
 //   <dir>/<topic>-<partition>/...           see format/layout.h
 //   <dir>/.lock                             flock(2)-held by the writer; holds its pid
 //   <dir>/silt-topics/<topic>.properties    partitions=N, topic_id=…, and config overrides
-//   <dir>/silt-groups/<group>.properties    committed offsets of local consumers
+//   <dir>/silt-groups/<group>.properties    committed offsets of local consumers, one
+//                                           "<topic>/<partition>=<offset>" per line; the file
+//                                           name is the group with bytes outside
+//                                           [A-Za-z0-9._-] written as %XX
 //   <dir>/clean-shutdown                    present after a clean close
 //   <dir>/recovery-point-offset-checkpoint  Kafka's format: version, count, "topic p offset"
+//   <dir>/log-start-offset-checkpoint       the same format, for delete-records
 // Every metadata file is written atomically (temp file, fsync, rename).
 //
 // A directory copied from a Kafka broker (no silt-topics/) opens read-only: its topics are the
@@ -30,7 +34,14 @@ struct TopicInfo {
   int32_t partitions = 0;
   std::string topic_id;                        // base64 UUID, as in partition.metadata
   std::map<std::string, std::string> configs;  // overrides only
+  // Partitions that have a directory here, ascending. For topics created by silt this is
+  // 0..partitions-1; a directory copied from a broker may hold only some (partitions is then
+  // the highest present + 1).
+  std::vector<int32_t> partition_ids;
 };
+
+// Kafka's topic-name rules: 1..249 characters of [a-zA-Z0-9._-], not "." or "..".
+Status ValidateTopicName(const std::string& name);
 
 class DataDir {
  public:
@@ -72,7 +83,16 @@ class DataDir {
   Status CommitGroup(const std::string& group, const GroupOffsets& offsets);
   Status DeleteGroup(const std::string& group);
 
-  // Flushes every open log, writes the recovery checkpoint and the clean-shutdown marker.
+  // Writes recovery-point-offset-checkpoint and log-start-offset-checkpoint for the open logs
+  // (without flushing them); for a periodic timer. No-op when read-only.
+  Status Checkpoint();
+
+  // True when the previous writer closed the directory cleanly (marker present at open).
+  bool opened_after_clean_shutdown() const;
+
+  // Flushes every open log, writes the recovery checkpoint and the clean-shutdown marker, and
+  // releases the lock. Destroying a DataDir without Close() releases the lock but leaves no
+  // marker, so the next open recovers as after a crash.
   Status Close();
 
  private:

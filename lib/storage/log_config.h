@@ -26,6 +26,11 @@ struct LogConfig {
   int32_t min_insync_replicas = 1;                                 // min.insync.replicas
   int64_t delete_retention_ms = 24LL * 3600 * 1000;                // delete.retention.ms
   std::string compression_type = "producer";                       // compression.type
+  // Other Kafka topic configs (segment.jitter.ms, preallocate, ...): validated and reported,
+  // not acted upon.
+  std::map<std::string, std::string> other;
+
+  bool log_append_time() const { return message_timestamp_type == "LogAppendTime"; }
 
   // Applies `key=value` (a Kafka topic config name); InvalidArgument naming the key and the
   // accepted range for unknown keys or bad values.

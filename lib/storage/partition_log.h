@@ -63,6 +63,14 @@ class PartitionLog {
     // recovery_point (the data dir's checkpoint) without being rescanned.
     bool clean_shutdown = false;
     int64_t recovery_point = 0;
+    // The log start offset from the data dir's log-start-offset-checkpoint (delete-records);
+    // -1 when unknown (the first segment's base offset is used).
+    int64_t log_start_offset = -1;
+    // Called (under the log's writer lock; it must not call back into the log) when the
+    // checkpointed offsets must change before the next periodic checkpoint: a truncation below
+    // `recovery_point` (else a crash would trust segments rewritten since), or a new log start
+    // (delete-records must survive a crash). Arguments: the new recovery point and log start.
+    std::function<Status(int64_t recovery_point, int64_t log_start)> checkpoint_hook;
   };
 
   // Opens (and, when writable, recovers) the partition in `dir`. Recovery validates every batch
@@ -101,6 +109,8 @@ class PartitionLog {
 
   // fsync of everything appended so far; advances the recovery point.
   Status Flush();
+  // Flushes when flush.ms has passed since the last flush (for a periodic timer).
+  Status MaybeFlush();
   // Starts a new active segment at the log end.
   Status Roll();
   // Drops every record at or after `offset` (replication truncation).
@@ -111,6 +121,17 @@ class PartitionLog {
   Result<int> ApplyRetention();
   // Flushes and closes; after this the object must not be used.
   Status Close();
+
+  // Leader epochs and the first offset of each (leader-epoch-checkpoint), oldest first.
+  struct EpochEntry {
+    int32_t epoch;
+    Offset start_offset;
+  };
+  std::vector<EpochEntry> LeaderEpochs() const;
+  // Kafka's OffsetForLeaderEpoch: the largest epoch <= `epoch` and the offset where it ends
+  // (the next epoch's start, or the log end for the latest). NotFound when `epoch` predates
+  // every known epoch.
+  Result<EpochEntry> EndOffsetForEpoch(int32_t epoch) const;
 
   // Called (outside the internal lock) after each successful append with the new log end.
   void SetAppendListener(std::function<void(Offset)> fn);

@@ -1,0 +1,702 @@
+// DataDir: the topics, partitions, configs and local group offsets of one directory
+// (layout in data_dir.h).
+#include "storage/data_dir.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "format/layout.h"
+
+namespace silt::storage {
+namespace {
+
+constexpr const char* kLockFile = ".lock";
+constexpr const char* kTopicsDir = "silt-topics";
+constexpr const char* kGroupsDir = "silt-groups";
+constexpr const char* kCleanShutdownFile = "clean-shutdown";
+constexpr const char* kRecoveryCheckpointFile = "recovery-point-offset-checkpoint";
+constexpr const char* kLogStartCheckpointFile = "log-start-offset-checkpoint";
+constexpr const char* kPropertiesSuffix = ".properties";
+constexpr int32_t kMaxPartitions = 1 << 20;
+constexpr const char* kDeleteSuffix = "-delete";
+
+using PartitionKey = std::pair<std::string, int32_t>;
+using OffsetCheckpoint = std::map<PartitionKey, int64_t>;
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool ParseInt(std::string_view s, int64_t* out) {
+  if (s.empty() || s.size() > 19) return false;
+  int64_t v = 0;
+  size_t i = 0;
+  bool neg = s[0] == '-';
+  if (neg) i = 1;
+  if (i == s.size()) return false;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = neg ? -v : v;
+  return true;
+}
+
+// "<topic>-<partition>" as Kafka names partition directories.
+bool ParsePartitionDir(const std::string& name, std::string* topic, int32_t* partition) {
+  size_t dash = name.rfind('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == name.size()) return false;
+  int64_t p;
+  std::string_view digits = std::string_view(name).substr(dash + 1);
+  if (digits[0] == '-' || !ParseInt(digits, &p) || p > INT32_MAX) return false;
+  std::string t = name.substr(0, dash);
+  if (!ValidateTopicName(t).ok()) return false;
+  *topic = t;
+  *partition = static_cast<int32_t>(p);
+  return true;
+}
+
+std::string PartitionDirName(const std::string& topic, int32_t p) {
+  return topic + "-" + std::to_string(p);
+}
+
+// Kafka's offset checkpoint files: "0\n<count>\n" then "<topic> <partition> <offset>" lines.
+// A malformed file yields an empty map: recovery then checks everything, which is safe.
+OffsetCheckpoint ReadCheckpoint(const std::string& path) {
+  OffsetCheckpoint out;
+  auto text = ReadFile(path);
+  if (!text.ok()) return out;
+  std::istringstream in(text.value());
+  int version;
+  int64_t count;
+  if (!(in >> version >> count) || version != 0 || count < 0) return out;
+  for (int64_t i = 0; i < count; ++i) {
+    std::string topic;
+    int64_t p, off;
+    if (!(in >> topic >> p >> off) || p < 0 || p > INT32_MAX) return {};
+    out[{topic, static_cast<int32_t>(p)}] = off;
+  }
+  return out;
+}
+
+Status WriteCheckpoint(const std::string& path, const OffsetCheckpoint& cp) {
+  std::string text = "0\n" + std::to_string(cp.size()) + "\n";
+  for (const auto& [k, v] : cp)
+    text += k.first + " " + std::to_string(k.second) + " " + std::to_string(v) + "\n";
+  return WriteFileAtomic(path, text);
+}
+
+// Java-style properties, the subset silt writes: "key=value" lines, '#' comments.
+std::map<std::string, std::string> ParseProperties(const std::string& text) {
+  std::map<std::string, std::string> m;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#' || line[0] == '!') continue;
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    m[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return m;
+}
+
+// A random topic id as Kafka prints one: 16 bytes, URL-safe base64 without padding, never
+// starting with '-' (Kafka rerolls those too).
+std::string NewTopicId() {
+  static const char* kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::random_device rd;
+  while (true) {
+    unsigned char b[16];
+    for (int i = 0; i < 16; i += 4) {
+      uint32_t r = rd();
+      std::memcpy(b + i, &r, 4);
+    }
+    std::string out;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (unsigned char c : b) {
+      acc = (acc << 8) | c;
+      bits += 8;
+      while (bits >= 6) {
+        out.push_back(kAlphabet[(acc >> (bits - 6)) & 63]);
+        bits -= 6;
+      }
+    }
+    if (bits > 0) out.push_back(kAlphabet[(acc << (6 - bits)) & 63]);
+    if (out[0] != '-' && out != "AAAAAAAAAAAAAAAAAAAAAA" && out != "AAAAAAAAAAAAAAAAAAAAAQ")
+      return out;
+  }
+}
+
+std::string EncodeGroupName(const std::string& g) {
+  std::string out;
+  for (unsigned char c : g) {
+    if (std::isalnum(c) || c == '_' || c == '-' || (c == '.' && !out.empty())) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+bool DecodeGroupName(const std::string& s, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out->push_back(s[i]);
+      continue;
+    }
+    if (i + 2 >= s.size()) return false;
+    unsigned v;
+    if (std::sscanf(s.c_str() + i + 1, "%2X", &v) != 1) return false;
+    out->push_back(static_cast<char>(v));
+    i += 2;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status ValidateTopicName(const std::string& name) {
+  if (name.empty()) return Status::InvalidArgument("topic name is empty");
+  if (name == "." || name == "..")
+    return Status::InvalidArgument("topic name cannot be \".\" or \"..\"");
+  if (name.size() > 249)
+    return Status::InvalidArgument("topic name is longer than 249 characters");
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
+    if (!ok)
+      return Status::InvalidArgument("topic name '" + name +
+                                     "' has a character outside [a-zA-Z0-9._-]");
+  }
+  return Status::OK();
+}
+
+struct DataDir::Impl {
+  std::string path;
+  Options options;
+  int lock_fd = -1;
+  bool clean_at_open = false;
+  bool closed = false;
+  // Guards recovery_points, log_starts and topics_snapshot, and the checkpoint files; taken
+  // after mu, and from partition logs' checkpoint hooks (which hold no data dir lock).
+  std::mutex checkpoint_mu;
+  OffsetCheckpoint recovery_points;
+  OffsetCheckpoint log_starts;
+  std::set<std::string> topics_snapshot;  // topics whose entries the files keep
+
+  mutable std::mutex mu;
+  std::map<std::string, TopicInfo> topics;
+  std::map<PartitionKey, std::unique_ptr<PartitionLog>> logs;
+
+  // silt-topics/<topic>.properties; a name too long for that (with room for the temp file's
+  // suffix under NAME_MAX) is cut and given a hash, and the file's name= line is authoritative.
+  std::string TopicFile(const std::string& t) const {
+    std::string base = t;
+    if (t.size() > 200) {
+      uint64_t h = 14695981039346656037ull;  // FNV-1a: stable across builds
+      for (unsigned char c : t) h = (h ^ c) * 1099511628211ull;
+      char hash[24];
+      std::snprintf(hash, sizeof hash, "~%016llx", static_cast<unsigned long long>(h));
+      base = t.substr(0, 200) + hash;
+    }
+    return JoinPath(JoinPath(path, kTopicsDir), base + kPropertiesSuffix);
+  }
+  std::string PartitionPath(const std::string& t, int32_t p) const {
+    return JoinPath(path, PartitionDirName(t, p));
+  }
+
+  Status WriteTopicFile(const TopicInfo& t) {
+    std::string text = "# topic " + t.name + "\nname=" + t.name + "\npartitions=" +
+                       std::to_string(t.partitions) + "\ntopic_id=" + t.topic_id + "\n";
+    for (const auto& [k, v] : t.configs) text += k + "=" + v + "\n";
+    SILT_TRY(CreateDirs(JoinPath(path, kTopicsDir)));
+    return WriteFileAtomic(TopicFile(t.name), text);
+  }
+
+  // partition.metadata and an empty leader-epoch-checkpoint, as Kafka writes them.
+  Status CreatePartitionDir(const TopicInfo& t, int32_t p) {
+    std::string dir = PartitionPath(t.name, p);
+    SILT_TRY(CreateDirs(dir));
+    std::string meta = JoinPath(dir, format::kPartitionMetadataFile);
+    if (!PathExists(meta))
+      SILT_TRY(WriteFileAtomic(meta, "version: 0\ntopic_id: " + t.topic_id));
+    std::string epochs = JoinPath(dir, format::kLeaderEpochCheckpointFile);
+    if (!PathExists(epochs)) SILT_TRY(WriteFileAtomic(epochs, "0\n0\n"));
+    return Status::OK();
+  }
+
+  Status LoadTopics() {
+    std::string tdir = JoinPath(path, kTopicsDir);
+    if (IsDirectory(tdir)) {
+      SILT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(tdir));
+      for (const std::string& n : names) {
+        if (!EndsWith(n, kPropertiesSuffix)) continue;
+        std::string name = n.substr(0, n.size() - std::strlen(kPropertiesSuffix));
+        SILT_ASSIGN_OR_RETURN(std::string text, ReadFile(JoinPath(tdir, n)));
+        auto props = ParseProperties(text);
+        if (props.count("name")) name = props["name"];
+        props.erase("name");
+        if (!ValidateTopicName(name).ok()) continue;
+        TopicInfo t;
+        t.name = name;
+        int64_t parts = 0;
+        if (!ParseInt(props["partitions"], &parts) || parts < 1 || parts > kMaxPartitions)
+          return Status::Corruption(JoinPath(tdir, n) + ": bad or missing partitions=");
+        t.partitions = static_cast<int32_t>(parts);
+        t.topic_id = props["topic_id"];
+        props.erase("partitions");
+        props.erase("topic_id");
+        t.configs = std::move(props);
+        for (int32_t p = 0; p < t.partitions; ++p) t.partition_ids.push_back(p);
+        topics[name] = std::move(t);
+      }
+    }
+    // Partition directories of topics silt has no file for (a directory copied from Kafka).
+    SILT_ASSIGN_OR_RETURN(std::vector<std::string> entries, ListDir(path));
+    std::map<std::string, TopicInfo> found;
+    for (const std::string& e : entries) {
+      std::string topic;
+      int32_t p;
+      if (!ParsePartitionDir(e, &topic, &p) || !IsDirectory(JoinPath(path, e))) continue;
+      if (topics.count(topic)) continue;
+      TopicInfo& t = found[topic];
+      t.name = topic;
+      t.partition_ids.push_back(p);
+      t.partitions = std::max(t.partitions, p + 1);
+      if (t.topic_id.empty()) {
+        auto meta = ReadFile(JoinPath(JoinPath(path, e), format::kPartitionMetadataFile));
+        if (meta.ok()) {
+          std::istringstream in(meta.value());
+          std::string line;
+          while (std::getline(in, line))
+            if (line.rfind("topic_id: ", 0) == 0) t.topic_id = line.substr(10);
+        }
+      }
+    }
+    for (auto& [name, t] : found) {
+      std::sort(t.partition_ids.begin(), t.partition_ids.end());
+      topics[name] = std::move(t);
+    }
+    return Status::OK();
+  }
+
+  // Writes both checkpoint files from recovery_points and log_starts. checkpoint_mu held.
+  Status WriteCheckpointFiles() {
+    for (auto* cp : {&recovery_points, &log_starts})
+      for (auto it = cp->begin(); it != cp->end();)
+        it = topics_snapshot.count(it->first.first) ? std::next(it) : cp->erase(it);
+    SILT_TRY(WriteCheckpoint(JoinPath(path, kRecoveryCheckpointFile), recovery_points));
+    return WriteCheckpoint(JoinPath(path, kLogStartCheckpointFile), log_starts);
+  }
+
+  // Checkpoints the open logs' current offsets. mu held.
+  Status WriteCheckpointsLocked() {
+    std::lock_guard c(checkpoint_mu);
+    topics_snapshot.clear();
+    for (const auto& [n, t] : topics) topics_snapshot.insert(n);
+    for (const auto& [k, log] : logs) {
+      recovery_points[k] = log->recovery_point().value();
+      log_starts[k] = log->log_start_offset().value();
+    }
+    return WriteCheckpointFiles();
+  }
+
+  // The hook a partition log calls when its checkpointed offsets must change now.
+  std::function<Status(int64_t, int64_t)> HookFor(const PartitionKey& key) {
+    return [this, key](int64_t rp, int64_t log_start) {
+      std::lock_guard c(checkpoint_mu);
+      recovery_points[key] = rp;
+      log_starts[key] = log_start;
+      return WriteCheckpointFiles();
+    };
+  }
+
+  Status CheckWritable() const {
+    if (options.read_only) return Status::InvalidArgument(path + " is open read-only");
+    if (closed) return Status::InvalidArgument(path + " is closed");
+    return Status::OK();
+  }
+
+  void ReleaseLock() {
+    if (lock_fd >= 0) {
+      ::close(lock_fd);  // releases the flock
+      lock_fd = -1;
+    }
+  }
+};
+
+DataDir::DataDir(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+DataDir::~DataDir() {
+  if (impl_) {
+    std::lock_guard l(impl_->mu);
+    impl_->logs.clear();
+    impl_->ReleaseLock();
+  }
+}
+
+Result<std::unique_ptr<DataDir>> DataDir::Open(const std::string& path, const Options& options) {
+  if (!IsDirectory(path)) {
+    if (options.read_only || !options.create)
+      return Status::NotFound("data directory " + path + " does not exist");
+    SILT_TRY(CreateDirs(path));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->options = options;
+  if (!options.read_only) {
+    std::string lock_path = JoinPath(path, kLockFile);
+    int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::FromErrno("open " + lock_path, errno);
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      char buf[32] = {0};
+      ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      ::close(fd);
+      if (err == EWOULDBLOCK) {
+        std::string pid = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "unknown";
+        while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+        return Status::Busy("data directory " + path + " is in use by process " + pid);
+      }
+      return Status::FromErrno("lock " + lock_path, err);
+    }
+    std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+      int err = errno;
+      ::close(fd);
+      return Status::FromErrno("write " + lock_path, err);
+    }
+    impl->lock_fd = fd;
+  }
+  std::string marker = JoinPath(path, kCleanShutdownFile);
+  // Kafka's own marker counts too, for a directory taken over from a broker.
+  std::string kafka_marker = JoinPath(path, ".kafka_cleanshutdown");
+  impl->clean_at_open = PathExists(marker) || PathExists(kafka_marker);
+  impl->recovery_points = ReadCheckpoint(JoinPath(path, kRecoveryCheckpointFile));
+  impl->log_starts = ReadCheckpoint(JoinPath(path, kLogStartCheckpointFile));
+  if (!options.read_only && impl->clean_at_open) {
+    // From here on a crash must lead to recovery.
+    if (PathExists(marker)) SILT_TRY(RemoveFile(marker));
+    if (PathExists(kafka_marker)) SILT_TRY(RemoveFile(kafka_marker));
+    SILT_TRY(SyncDir(path));
+  }
+  if (!options.read_only) {
+    // Partition directories of a deletion that a crash interrupted.
+    SILT_ASSIGN_OR_RETURN(std::vector<std::string> entries, ListDir(path));
+    for (const std::string& e : entries)
+      if (EndsWith(e, kDeleteSuffix) && IsDirectory(JoinPath(path, e)))
+        SILT_TRY(RemoveAll(JoinPath(path, e)));
+  }
+  SILT_TRY(impl->LoadTopics());
+  for (const auto& [n, t] : impl->topics) impl->topics_snapshot.insert(n);
+  return std::unique_ptr<DataDir>(new DataDir(std::move(impl)));
+}
+
+const std::string& DataDir::path() const { return impl_->path; }
+bool DataDir::read_only() const { return impl_->options.read_only; }
+bool DataDir::opened_after_clean_shutdown() const { return impl_->clean_at_open; }
+
+std::vector<TopicInfo> DataDir::ListTopics() const {
+  std::lock_guard l(impl_->mu);
+  std::vector<TopicInfo> out;
+  for (const auto& [n, t] : impl_->topics) out.push_back(t);
+  return out;
+}
+
+Result<TopicInfo> DataDir::GetTopic(const std::string& name) const {
+  std::lock_guard l(impl_->mu);
+  auto it = impl_->topics.find(name);
+  if (it == impl_->topics.end()) return Status::NotFound("topic '" + name + "' does not exist");
+  return it->second;
+}
+
+Result<TopicInfo> DataDir::CreateTopic(const std::string& name, int32_t partitions,
+                                       const std::map<std::string, std::string>& configs) {
+  Impl& im = *impl_;
+  SILT_TRY(im.CheckWritable());
+  SILT_TRY(ValidateTopicName(name));
+  if (partitions < 1 || partitions > kMaxPartitions)
+    return Status::InvalidArgument("partitions must be in [1, " +
+                                   std::to_string(kMaxPartitions) + "], got " +
+                                   std::to_string(partitions));
+  LogConfig check = im.options.defaults;
+  SILT_TRY(check.Apply(configs));
+  std::lock_guard l(im.mu);
+  if (im.topics.count(name)) return Status::AlreadyExists("topic '" + name + "' already exists");
+  // Kafka refuses names that differ only in '.' versus '_' (they collide in metric names).
+  auto fold = [](std::string s) {
+    std::replace(s.begin(), s.end(), '.', '_');
+    return s;
+  };
+  for (const auto& [other, t] : im.topics)
+    if (fold(other) == fold(name))
+      return Status::InvalidArgument("topic '" + name + "' collides with existing topic '" +
+                                     other + "' ('.' and '_' are treated alike)");
+  TopicInfo t;
+  t.name = name;
+  t.partitions = partitions;
+  t.topic_id = NewTopicId();
+  t.configs = configs;
+  for (int32_t p = 0; p < partitions; ++p) {
+    SILT_TRY(im.CreatePartitionDir(t, p));
+    t.partition_ids.push_back(p);
+  }
+  // The topic file is written last: it is what makes the topic exist.
+  SILT_TRY(im.WriteTopicFile(t));
+  im.topics[name] = t;
+  {
+    std::lock_guard c(im.checkpoint_mu);
+    im.topics_snapshot.insert(name);
+  }
+  return t;
+}
+
+Status DataDir::DeleteTopic(const std::string& name) {
+  Impl& im = *impl_;
+  SILT_TRY(im.CheckWritable());
+  std::lock_guard l(im.mu);
+  auto it = im.topics.find(name);
+  if (it == im.topics.end()) return Status::NotFound("topic '" + name + "' does not exist");
+  for (auto lit = im.logs.begin(); lit != im.logs.end();) {
+    if (lit->first.first == name) {
+      (void)lit->second->Close();
+      lit = im.logs.erase(lit);
+    } else {
+      ++lit;
+    }
+  }
+  // Rename the partition directories out of the way first (Kafka's "-delete" suffix), so that
+  // a crash part-way can never bring a half-deleted topic back; open removes the leftovers.
+  std::vector<std::string> doomed;
+  for (int32_t p : it->second.partition_ids) {
+    std::string from = im.PartitionPath(name, p);
+    if (!IsDirectory(from)) continue;
+    std::string base = PartitionDirName(name, p).substr(0, 200);
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, ".%08x%s", static_cast<unsigned>(std::random_device()()),
+                  kDeleteSuffix);
+    std::string to = JoinPath(im.path, base + suffix);
+    SILT_TRY(RenameFile(from, to));
+    doomed.push_back(to);
+  }
+  SILT_TRY(SyncDir(im.path));
+  if (PathExists(im.TopicFile(name))) SILT_TRY(RemoveFile(im.TopicFile(name)));
+  for (const std::string& d : doomed) SILT_TRY(RemoveAll(d));
+  im.topics.erase(it);
+  {
+    std::lock_guard c(im.checkpoint_mu);
+    im.topics_snapshot.erase(name);
+    for (auto* cp : {&im.recovery_points, &im.log_starts})
+      for (auto e = cp->begin(); e != cp->end();)
+        e = e->first.first == name ? cp->erase(e) : std::next(e);
+  }
+  return SyncDir(im.path);
+}
+
+Status DataDir::AlterTopicConfig(const std::string& name,
+                                 const std::map<std::string, std::string>& set,
+                                 const std::vector<std::string>& remove) {
+  Impl& im = *impl_;
+  SILT_TRY(im.CheckWritable());
+  std::lock_guard l(im.mu);
+  auto it = im.topics.find(name);
+  if (it == im.topics.end()) return Status::NotFound("topic '" + name + "' does not exist");
+  TopicInfo t = it->second;
+  for (const std::string& k : remove) {
+    if (!LogConfig::IsKnownKey(k))
+      return Status::InvalidArgument("unknown topic config '" + k + "'");
+    t.configs.erase(k);
+  }
+  for (const auto& [k, v] : set) t.configs[k] = v;
+  LogConfig cfg = im.options.defaults;
+  SILT_TRY(cfg.Apply(t.configs));
+  SILT_TRY(im.WriteTopicFile(t));
+  it->second = t;
+  for (auto& [k, log] : im.logs)
+    if (k.first == name) log->UpdateConfig(cfg);
+  return Status::OK();
+}
+
+Status DataDir::AddPartitions(const std::string& name, int32_t new_total) {
+  Impl& im = *impl_;
+  SILT_TRY(im.CheckWritable());
+  std::lock_guard l(im.mu);
+  auto it = im.topics.find(name);
+  if (it == im.topics.end()) return Status::NotFound("topic '" + name + "' does not exist");
+  TopicInfo t = it->second;
+  if (new_total <= t.partitions || new_total > kMaxPartitions)
+    return Status::InvalidArgument("topic '" + name + "' has " + std::to_string(t.partitions) +
+                                   " partitions; the new count must be larger (and at most " +
+                                   std::to_string(kMaxPartitions) + ")");
+  if (t.topic_id.empty()) t.topic_id = NewTopicId();
+  for (int32_t p = t.partitions; p < new_total; ++p) {
+    SILT_TRY(im.CreatePartitionDir(t, p));
+    t.partition_ids.push_back(p);
+  }
+  t.partitions = new_total;
+  SILT_TRY(im.WriteTopicFile(t));
+  it->second = t;
+  return Status::OK();
+}
+
+Result<LogConfig> DataDir::TopicConfig(const std::string& name) const {
+  std::lock_guard l(impl_->mu);
+  auto it = impl_->topics.find(name);
+  if (it == impl_->topics.end()) return Status::NotFound("topic '" + name + "' does not exist");
+  LogConfig cfg = impl_->options.defaults;
+  SILT_TRY(cfg.Apply(it->second.configs));
+  return cfg;
+}
+
+Result<PartitionLog*> DataDir::Partition(const std::string& topic, int32_t partition) {
+  Impl& im = *impl_;
+  std::lock_guard l(im.mu);
+  if (im.closed) return Status::InvalidArgument(im.path + " is closed");
+  PartitionKey key{topic, partition};
+  auto lit = im.logs.find(key);
+  if (lit != im.logs.end()) return lit->second.get();
+  auto it = im.topics.find(topic);
+  if (it == im.topics.end()) return Status::NotFound("topic '" + topic + "' does not exist");
+  const TopicInfo& t = it->second;
+  if (!std::binary_search(t.partition_ids.begin(), t.partition_ids.end(), partition))
+    return Status::NotFound("topic '" + topic + "' has no partition " +
+                            std::to_string(partition) + " here");
+  LogConfig cfg = im.options.defaults;
+  SILT_TRY(cfg.Apply(t.configs));
+  std::string dir = im.PartitionPath(topic, partition);
+  if (!im.options.read_only && !IsDirectory(dir)) SILT_TRY(im.CreatePartitionDir(t, partition));
+  PartitionLog::OpenOptions o;
+  o.read_only = im.options.read_only;
+  o.create = !im.options.read_only;
+  o.clean_shutdown = im.clean_at_open;
+  {
+    std::lock_guard c(im.checkpoint_mu);
+    auto rp = im.recovery_points.find(key);
+    o.recovery_point = rp == im.recovery_points.end() ? 0 : rp->second;
+    auto ls = im.log_starts.find(key);
+    o.log_start_offset = ls == im.log_starts.end() ? -1 : ls->second;
+  }
+  if (!im.options.read_only) o.checkpoint_hook = im.HookFor(key);
+  if (im.options.read_only && !IsDirectory(dir))
+    return Status::NotFound("partition directory " + dir + " does not exist");
+  auto log = PartitionLog::Open(dir, cfg, o);
+  if (!log.ok()) return log.status();
+  PartitionLog* raw = log.value().get();
+  im.logs[key] = std::move(log).value();
+  return raw;
+}
+
+// ---- local consumer groups --------------------------------------------------------------
+
+std::vector<std::string> DataDir::ListGroups() const {
+  std::vector<std::string> out;
+  auto names = ListDir(JoinPath(impl_->path, kGroupsDir));
+  if (!names.ok()) return out;
+  for (const std::string& n : names.value()) {
+    if (!EndsWith(n, kPropertiesSuffix)) continue;
+    std::string g;
+    if (DecodeGroupName(n.substr(0, n.size() - std::strlen(kPropertiesSuffix)), &g))
+      out.push_back(g);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<DataDir::GroupOffsets> DataDir::GroupCommitted(const std::string& group) const {
+  std::string file = JoinPath(JoinPath(impl_->path, kGroupsDir),
+                              EncodeGroupName(group) + kPropertiesSuffix);
+  if (!PathExists(file)) return Status::NotFound("group '" + group + "' has no offsets here");
+  SILT_ASSIGN_OR_RETURN(std::string text, ReadFile(file));
+  GroupOffsets out;
+  for (const auto& [k, v] : ParseProperties(text)) {
+    size_t slash = k.rfind('/');
+    int64_t p, off;
+    if (slash == std::string::npos || !ParseInt(std::string_view(k).substr(slash + 1), &p) ||
+        p < 0 || p > INT32_MAX || !ParseInt(v, &off))
+      return Status::Corruption(file + ": bad line '" + k + "=" + v + "'");
+    out[k.substr(0, slash)][static_cast<int32_t>(p)] = off;
+  }
+  return out;
+}
+
+Status DataDir::CommitGroup(const std::string& group, const GroupOffsets& offsets) {
+  Impl& im = *impl_;
+  SILT_TRY(im.CheckWritable());
+  if (group.empty()) return Status::InvalidArgument("group name is empty");
+  std::lock_guard l(im.mu);
+  std::string dir = JoinPath(im.path, kGroupsDir);
+  SILT_TRY(CreateDirs(dir));
+  std::string file = JoinPath(dir, EncodeGroupName(group) + kPropertiesSuffix);
+  // Merge with what is there: a commit names only the partitions it moves.
+  GroupOffsets merged;
+  if (PathExists(file)) {
+    auto old = GroupCommitted(group);
+    if (old.ok()) merged = std::move(old).value();
+  }
+  for (const auto& [t, parts] : offsets) {
+    SILT_TRY(ValidateTopicName(t));
+    for (const auto& [p, o] : parts) merged[t][p] = o;
+  }
+  std::string text = "# committed offsets of group " + group + "\n";
+  for (const auto& [t, parts] : merged)
+    for (const auto& [p, o] : parts)
+      text += t + "/" + std::to_string(p) + "=" + std::to_string(o) + "\n";
+  return WriteFileAtomic(file, text);
+}
+
+Status DataDir::DeleteGroup(const std::string& group) {
+  Impl& im = *impl_;
+  SILT_TRY(im.CheckWritable());
+  std::string file = JoinPath(JoinPath(im.path, kGroupsDir),
+                              EncodeGroupName(group) + kPropertiesSuffix);
+  if (!PathExists(file)) return Status::NotFound("group '" + group + "' has no offsets here");
+  return RemoveFile(file);
+}
+
+// ---- checkpoints and shutdown -----------------------------------------------------------
+
+Status DataDir::Checkpoint() {
+  Impl& im = *impl_;
+  if (im.options.read_only) return Status::OK();
+  std::lock_guard l(im.mu);
+  if (im.closed) return Status::OK();
+  return im.WriteCheckpointsLocked();
+}
+
+Status DataDir::Close() {
+  Impl& im = *impl_;
+  std::lock_guard l(im.mu);
+  if (im.closed) return Status::OK();
+  im.closed = true;
+  Status first;
+  for (auto& [k, log] : im.logs) {
+    Status s = log->Close();
+    if (!s.ok() && first.ok()) first = s.WithContext(k.first + "-" + std::to_string(k.second));
+  }
+  if (!im.options.read_only) {
+    if (first.ok()) first = im.WriteCheckpointsLocked();
+    // The marker only when everything above is durable: otherwise the next open recovers.
+    if (first.ok()) first = WriteFileAtomic(JoinPath(im.path, kCleanShutdownFile), "");
+  }
+  im.logs.clear();
+  im.ReleaseLock();
+  return first;
+}
+
+}  // namespace silt::storage

@@ -1,0 +1,713 @@
+// PartitionLog: segments, append, read, roll, retention, truncation, flush and recovery.
+//
+// Locking (always taken in this order):
+//   append_mu  serialises everything that writes: append, roll, truncate, retention, flush.
+//   mu         guards the segment list and log start; readers hold it shared for a whole read,
+//              writers hold it exclusively only to change the list. Appends that do not roll
+//              never take it exclusively.
+//   Segment's own lock guards its indexes and published size.
+// log_end and recovery_point are atomics so that readers and appenders need no common lock.
+#include "storage/partition_log.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <atomic>
+#include <climits>
+#include <mutex>
+#include <shared_mutex>
+#include <sstream>
+
+#include "base/clock.h"
+#include "base/coding.h"
+#include "base/crc32c.h"
+#include "format/batch_header.h"
+#include "format/layout.h"
+#include "storage/segment.h"
+
+namespace silt::storage {
+namespace {
+
+// Parses "<20 digits>.log" into its base offset.
+bool ParseSegmentName(const std::string& name, const char* suffix, int64_t* base) {
+  std::string_view n = name;
+  std::string_view suf = suffix;
+  if (n.size() != static_cast<size_t>(format::kSegmentNameDigits) + suf.size()) return false;
+  if (n.substr(format::kSegmentNameDigits) != suf) return false;
+  int64_t v = 0;
+  for (int i = 0; i < format::kSegmentNameDigits; ++i) {
+    char c = n[static_cast<size_t>(i)];
+    if (c < '0' || c > '9') return false;
+    if (v > (INT64_MAX - (c - '0')) / 10) return false;
+    v = v * 10 + (c - '0');
+  }
+  *base = v;
+  return true;
+}
+
+Status ParseEpochCheckpoint(const std::string& path, const std::string& text,
+                            std::vector<PartitionLog::EpochEntry>* out) {
+  std::istringstream in(text);
+  int version = -1;
+  int64_t count = -1;
+  if (!(in >> version) || version != 0 || !(in >> count) || count < 0)
+    return Status::Corruption(path + ": bad leader-epoch-checkpoint header");
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t epoch, offset;
+    if (!(in >> epoch >> offset) || epoch < 0 || epoch > INT32_MAX || offset < 0)
+      return Status::Corruption(path + ": bad leader-epoch-checkpoint entry " +
+                                std::to_string(i));
+    out->push_back({static_cast<int32_t>(epoch), Offset(offset)});
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::string> ReadResult::ReadAll() const {
+  // One buffer, filled in place by pread: a single copy out of the page cache.
+  std::string out(static_cast<size_t>(total_bytes), '\0');
+  size_t at = 0;
+  for (const FileSlice& s : slices) {
+    size_t got = 0;
+    while (got < static_cast<size_t>(s.length)) {
+      ssize_t n = ::pread(s.file->fd(), out.data() + at + got, static_cast<size_t>(s.length) - got,
+                          s.position + static_cast<int64_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Status::FromErrno("read " + s.file->path(), errno);
+      if (n == 0)
+        return Status::OutOfRange(s.file->path() + ": data at position " +
+                                  std::to_string(s.position) + " is gone (log truncated)");
+      got += static_cast<size_t>(n);
+    }
+    at += got;
+  }
+  return out;
+}
+
+struct PartitionLog::Impl {
+  std::string dir;
+  LogConfig config;
+  bool read_only = false;
+
+  mutable std::mutex append_mu;
+  mutable std::shared_mutex mu;
+  std::vector<std::shared_ptr<Segment>> segments;  // by base offset; the last is active
+  Offset log_start{0};
+  std::atomic<int64_t> log_end{0};
+  std::atomic<int64_t> recovery_point{0};
+
+  int64_t unflushed_messages = 0;
+  int64_t last_flush_ms = 0;
+  bool dir_dirty = false;  // segments created or deleted since the last directory fsync
+  bool closed = false;
+
+  std::vector<EpochEntry> epochs;  // guarded by mu
+
+  std::function<Status(int64_t, int64_t)> checkpoint_hook;
+  int64_t checkpointed_rp = 0;  // the recovery point the data dir's checkpoint holds
+
+  std::mutex listener_mu;
+  std::function<void(Offset)> listener;
+
+  std::shared_ptr<Segment> active() const { return segments.back(); }
+
+  Status NewSegmentLocked(Offset base) {
+    // Called with append_mu held; takes mu for the list change.
+    if (!segments.empty()) {
+      auto act = active();
+      if (act->size() == 0 && act->base_offset() == base) return Status::OK();
+      SILT_TRY(act->OnBecomeInactive());
+    }
+    SILT_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, Segment::Create(dir, base));
+    std::unique_lock l(mu);
+    if (!segments.empty() && segments.back()->size() == 0) {
+      // An empty active segment is replaced rather than kept in the middle of the log.
+      auto old = segments.back();
+      segments.pop_back();
+      if (old->base_offset() != base) (void)old->Delete();
+    }
+    segments.push_back(std::move(seg));
+    dir_dirty = true;
+    return Status::OK();
+  }
+
+  Status WriteEpochsLocked() {
+    if (read_only) return Status::OK();
+    std::string text = "0\n" + std::to_string(epochs.size()) + "\n";
+    for (const EpochEntry& e : epochs)
+      text += std::to_string(e.epoch) + " " + std::to_string(e.start_offset.value()) + "\n";
+    return WriteFileAtomic(JoinPath(dir, format::kLeaderEpochCheckpointFile), text);
+  }
+
+  // Records that `epoch` starts at `offset` if it is newer than the latest known epoch.
+  Status MaybeAddEpoch(int32_t epoch, Offset offset) {
+    if (epoch < 0) return Status::OK();
+    {
+      std::shared_lock l(mu);
+      if (!epochs.empty() && epochs.back().epoch >= epoch) return Status::OK();
+    }
+    std::unique_lock l(mu);
+    epochs.push_back({epoch, offset});
+    return WriteEpochsLocked();
+  }
+
+  Status FlushLocked() {
+    if (read_only) return Status::OK();
+    std::vector<std::shared_ptr<Segment>> todo;
+    {
+      std::shared_lock l(mu);
+      Offset rp(recovery_point.load());
+      for (const auto& s : segments)
+        if (s->next_offset() > rp || s == segments.back()) todo.push_back(s);
+    }
+    for (const auto& s : todo) SILT_TRY(s->Sync());
+    if (dir_dirty) {
+      SILT_TRY(SyncDir(dir));
+      dir_dirty = false;
+    }
+    recovery_point.store(log_end.load());
+    unflushed_messages = 0;
+    last_flush_ms = NowMs().value();
+    return Status::OK();
+  }
+
+  Status MaybeFlushAfterAppend(int64_t messages) {
+    unflushed_messages += messages;
+    if (unflushed_messages >= config.flush_messages) return FlushLocked();
+    if (config.flush_ms != INT64_MAX && NowMs().value() - last_flush_ms >= config.flush_ms)
+      return FlushLocked();
+    return Status::OK();
+  }
+
+  // Appends one batch at its own offsets (already in the header), rolling first if needed.
+  Status AppendOneLocked(std::string_view batch, const BatchInfo& info) {
+    auto act = active();
+    if (act->ShouldRoll(info.size, info.max_timestamp, info.last, config.segment_bytes,
+                        config.segment_ms, config.segment_index_bytes)) {
+      // A gap (from a compacted source) may put the batch far past the log end; the new
+      // segment then starts at the batch so that relative offsets fit.
+      Offset base(log_end.load());
+      if (info.last.value() - base.value() > INT32_MAX) base = info.base;
+      SILT_TRY(NewSegmentLocked(base));
+      act = active();
+    }
+    SILT_TRY(act->Append(batch, info, config.index_interval_bytes));
+    log_end.store(info.last.value() + 1);
+    return Status::OK();
+  }
+
+  void NotifyAppend() {
+    std::function<void(Offset)> fn;
+    {
+      std::lock_guard l(listener_mu);
+      fn = listener;
+    }
+    if (fn) fn(Offset(log_end.load()));
+  }
+
+  Status TruncateToLocked(Offset offset);
+  Status DeleteSegmentsLocked(size_t count);
+};
+
+PartitionLog::PartitionLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PartitionLog::~PartitionLog() = default;
+
+Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
+                                                         const LogConfig& config,
+                                                         const OpenOptions& options) {
+  if (!IsDirectory(dir)) {
+    if (options.read_only || !options.create)
+      return Status::NotFound("partition directory " + dir + " does not exist");
+    SILT_TRY(CreateDirs(dir));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  impl->config = config;
+  impl->read_only = options.read_only;
+  impl->last_flush_ms = NowMs().value();
+  impl->checkpoint_hook = options.checkpoint_hook;
+  impl->checkpointed_rp = options.recovery_point;
+
+  SILT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
+  std::vector<int64_t> bases;
+  std::vector<std::string> orphans;
+  for (const std::string& n : names) {
+    int64_t b;
+    if (ParseSegmentName(n, format::kLogSuffix, &b)) bases.push_back(b);
+  }
+  std::sort(bases.begin(), bases.end());
+  for (const std::string& n : names) {
+    int64_t b;
+    if ((ParseSegmentName(n, format::kIndexSuffix, &b) ||
+         ParseSegmentName(n, format::kTimeIndexSuffix, &b)) &&
+        !std::binary_search(bases.begin(), bases.end(), b))
+      orphans.push_back(n);
+  }
+  if (!options.read_only)
+    for (const std::string& n : orphans) SILT_TRY(RemoveFile(JoinPath(dir, n)));
+
+  // Segments wholly below the recovery point were flushed; after a clean shutdown all were.
+  size_t first_unflushed = 0;
+  for (size_t i = 0; i < bases.size(); ++i)
+    if (bases[i] <= options.recovery_point) first_unflushed = i;
+  for (size_t i = 0; i < bases.size(); ++i) {
+    SILT_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
+                          Segment::Open(dir, Offset(bases[i]), options.read_only));
+    bool trusted = options.clean_shutdown || i < first_unflushed;
+    Segment::LoadReport report;
+    SILT_TRY(seg->Load(trusted ? Segment::LoadMode::kTrusted : Segment::LoadMode::kFullScan,
+                       i + 1 == bases.size(), config.index_interval_bytes, &report));
+    if (!impl->segments.empty() && impl->segments.back()->next_offset() > seg->base_offset())
+      return Status::Corruption(seg->log_path() + ": segment starts at offset " +
+                                std::to_string(bases[i]) + " but the previous one ends at " +
+                                std::to_string(impl->segments.back()->next_offset().value()));
+    if (i + 1 < bases.size()) SILT_TRY(seg->OnBecomeInactive());
+    impl->segments.push_back(std::move(seg));
+  }
+
+  Offset start(0);
+  if (!impl->segments.empty()) start = impl->segments.front()->base_offset();
+  if (impl->segments.empty()) {
+    if (options.log_start_offset > 0) start = Offset(options.log_start_offset);
+    if (!options.read_only) {
+      SILT_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, Segment::Create(dir, start));
+      impl->segments.push_back(std::move(seg));
+      impl->dir_dirty = true;
+    }
+  }
+  Offset end = impl->segments.empty() ? start : impl->segments.back()->next_offset();
+  if (options.log_start_offset > start.value())
+    start = Offset(std::min(options.log_start_offset, end.value()));
+  impl->log_start = start;
+  impl->log_end.store(end.value());
+
+  std::string epoch_path = JoinPath(dir, format::kLeaderEpochCheckpointFile);
+  if (PathExists(epoch_path)) {
+    SILT_ASSIGN_OR_RETURN(std::string text, ReadFile(epoch_path));
+    SILT_TRY(ParseEpochCheckpoint(epoch_path, text, &impl->epochs));
+  }
+
+  auto log = std::unique_ptr<PartitionLog>(new PartitionLog(std::move(impl)));
+  Impl& im = *log->impl_;
+  int64_t rp = std::clamp(options.recovery_point, start.value(), end.value());
+  im.recovery_point.store(rp);
+  if (!options.read_only && !options.clean_shutdown) {
+    // Everything was checked; make it durable so the recovery point can move to the end.
+    std::lock_guard l(im.append_mu);
+    SILT_TRY(im.FlushLocked());
+  }
+  return log;
+}
+
+// ---- append -----------------------------------------------------------------------------
+
+Result<AppendResult> PartitionLog::Append(std::string* batch, int32_t leader_epoch) {
+  Impl& im = *impl_;
+  if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
+  if (batch->size() < static_cast<size_t>(format::kBatchHeaderSize))
+    return Status::InvalidArgument("batch of " + std::to_string(batch->size()) +
+                                   " bytes is shorter than a batch header");
+  format::BatchHeader h = format::DecodeBatchHeader(*batch);
+  if (h.magic != format::kMagicV2 || h.size() != static_cast<int64_t>(batch->size()) ||
+      h.last_offset_delta < 0)
+    return Status::InvalidArgument("not a single well-framed v2 batch");
+
+  std::unique_lock l(im.append_mu);
+  if (im.closed) return Status::InvalidArgument(im.dir + " is closed");
+  if (static_cast<int64_t>(batch->size()) > im.config.max_message_bytes)
+    return Status::TooLarge("batch of " + std::to_string(batch->size()) +
+                            " bytes exceeds max.message.bytes " +
+                            std::to_string(im.config.max_message_bytes));
+  Offset base(im.log_end.load());
+  char* p = batch->data();
+  // baseOffset and partitionLeaderEpoch lie outside the CRC: patch them in place.
+  EncodeBE64(p + format::kBaseOffsetOffset, static_cast<uint64_t>(base.value()));
+  if (leader_epoch >= 0)
+    EncodeBE32(p + format::kPartitionLeaderEpochOffset, static_cast<uint32_t>(leader_epoch));
+  AppendResult r;
+  if (im.config.log_append_time()) {
+    // maxTimestamp and attributes are covered by the CRC, so LogAppendTime (only) costs a
+    // checksum of the batch, as in Kafka.
+    int64_t now = NowMs().value();
+    EncodeBE64(p + format::kMaxTimestampOffset, static_cast<uint64_t>(now));
+    EncodeBE16(p + format::kAttributesOffset,
+               static_cast<uint16_t>(h.attributes | format::kTimestampTypeBit));
+    EncodeBE32(p + format::kCrcOffset, format::ComputeBatchCrc(*batch));
+    h.max_timestamp = now;
+    r.log_append_time = now;
+  }
+  BatchInfo info;
+  info.size = static_cast<int64_t>(batch->size());
+  info.base = base;
+  info.last = base + h.last_offset_delta;
+  info.max_timestamp = h.max_timestamp;
+  SILT_TRY(im.AppendOneLocked(*batch, info));
+  r.base_offset = info.base;
+  r.last_offset = info.last;
+  {
+    std::shared_lock sl(im.mu);
+    r.position = FilePos(im.active()->size() - info.size);
+  }
+  Status s = im.MaybeAddEpoch(leader_epoch, base);
+  if (s.ok()) s = im.MaybeFlushAfterAppend(std::max<int64_t>(1, h.records_count));
+  l.unlock();
+  im.NotifyAppend();
+  // The batch is in the log; a failed epoch checkpoint or flush is reported but not undone.
+  if (!s.ok()) return s;
+  return r;
+}
+
+Result<AppendResult> PartitionLog::AppendWithOffsets(std::string_view batches) {
+  Impl& im = *impl_;
+  if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
+  std::unique_lock l(im.append_mu);
+  if (im.closed) return Status::InvalidArgument(im.dir + " is closed");
+  // Check all of it before writing any of it.
+  struct Item {
+    size_t at;
+    BatchInfo info;
+    int32_t epoch;
+    int32_t records;
+  };
+  std::vector<Item> items;
+  Offset expect(im.log_end.load());
+  format::FramingLimits limits;
+  for (size_t at = 0; at < batches.size();) {
+    format::BatchHeader h;
+    Status s = format::CheckBatchFraming(batches.substr(at), limits, &h);
+    if (!s.ok()) return s.WithContext("batch at byte " + std::to_string(at));
+    if (h.base() < expect)
+      return Status::InvalidArgument("batch at offset " + std::to_string(h.base_offset) +
+                                     " is below the log end " +
+                                     std::to_string(expect.value()));
+    BatchInfo info;
+    info.size = h.size();
+    info.base = h.base();
+    info.last = h.last();
+    info.max_timestamp = h.max_timestamp;
+    items.push_back({at, info, h.partition_leader_epoch, h.records_count});
+    expect = h.next();
+    at += static_cast<size_t>(h.size());
+  }
+  if (items.empty()) return Status::InvalidArgument("no batches to append");
+  if (items.front().info.base.value() > im.log_end.load() && im.active()->size() == 0 &&
+      im.segments.size() == 1) {
+    // An empty log takes the first offset it is given as its start (a copy of a log whose
+    // start has moved on), rather than holding a gap from 0.
+    Offset first = items.front().info.base;
+    SILT_TRY(im.NewSegmentLocked(first));
+    {
+      std::unique_lock ul(im.mu);
+      im.log_start = first;
+      im.log_end.store(first.value());
+      im.recovery_point.store(first.value());
+    }
+    if (im.checkpoint_hook) SILT_TRY(im.checkpoint_hook(first.value(), first.value()));
+  }
+  Offset old_end(im.log_end.load());
+  size_t old_segments;
+  {
+    std::shared_lock sl(im.mu);
+    old_segments = im.segments.size();
+  }
+  AppendResult r;
+  r.base_offset = items.front().info.base;
+  r.last_offset = items.back().info.last;
+  int64_t records = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    Status s = im.AppendOneLocked(batches.substr(it.at, static_cast<size_t>(it.info.size)),
+                                  it.info);
+    if (!s.ok()) {
+      if (i > 0 || im.segments.size() != old_segments) {
+        // Take back the batches of this call that did land.
+        Status t = im.TruncateToLocked(old_end);
+        if (!t.ok()) return t.WithContext(s.ToString());
+      }
+      return s;
+    }
+    if (i == 0) {
+      std::shared_lock sl(im.mu);
+      r.position = FilePos(im.active()->size() - it.info.size);
+    }
+    records += std::max(1, it.records);
+  }
+  Status s;
+  for (const Item& it : items) {
+    s = im.MaybeAddEpoch(it.epoch, it.info.base);
+    if (!s.ok()) break;
+  }
+  if (s.ok()) s = im.MaybeFlushAfterAppend(records);
+  l.unlock();
+  im.NotifyAppend();
+  if (!s.ok()) return s;
+  return r;
+}
+
+// ---- read -------------------------------------------------------------------------------
+
+Result<ReadResult> PartitionLog::Read(Offset start, int64_t max_bytes, Offset upper_bound,
+                                      bool min_one) const {
+  const Impl& im = *impl_;
+  std::shared_lock l(im.mu);
+  Offset end(im.log_end.load());
+  if (start < im.log_start || start > end)
+    return Status::OutOfRange("offset " + std::to_string(start.value()) +
+                              " is outside the log [" + std::to_string(im.log_start.value()) +
+                              ", " + std::to_string(end.value()) + "]");
+  ReadResult out;
+  out.next_offset = start;
+  if (start == end || start >= upper_bound) return out;
+  // The segment holding `start`: the last one whose base is <= start.
+  auto it = std::upper_bound(im.segments.begin(), im.segments.end(), start,
+                             [](Offset o, const std::shared_ptr<Segment>& s) {
+                               return o < s->base_offset();
+                             });
+  if (it != im.segments.begin()) --it;
+  int64_t budget = std::max<int64_t>(max_bytes, 0);
+  for (; it != im.segments.end(); ++it) {
+    bool done = false;
+    Offset from = std::max(start, out.next_offset);
+    SILT_TRY((*it)->Read(from, &budget, upper_bound, min_one, &out, &done));
+    if (done || budget == 0) break;
+  }
+  return out;
+}
+
+Result<Offset> PartitionLog::OffsetForTimestamp(int64_t ts) const {
+  const Impl& im = *impl_;
+  std::shared_lock l(im.mu);
+  for (const auto& s : im.segments) {
+    if (s->next_offset() <= im.log_start) continue;
+    SILT_ASSIGN_OR_RETURN(std::optional<Offset> o, s->OffsetForTimestamp(ts));
+    if (o) return std::max(*o, im.log_start);
+  }
+  return Status::NotFound("no record with a timestamp at or after " + std::to_string(ts));
+}
+
+// ---- accessors --------------------------------------------------------------------------
+
+Offset PartitionLog::log_start_offset() const {
+  std::shared_lock l(impl_->mu);
+  return impl_->log_start;
+}
+Offset PartitionLog::log_end_offset() const { return Offset(impl_->log_end.load()); }
+Offset PartitionLog::recovery_point() const { return Offset(impl_->recovery_point.load()); }
+
+int64_t PartitionLog::size_bytes() const {
+  std::shared_lock l(impl_->mu);
+  int64_t n = 0;
+  for (const auto& s : impl_->segments) n += s->size();
+  return n;
+}
+
+std::vector<SegmentInfo> PartitionLog::Segments() const {
+  std::shared_lock l(impl_->mu);
+  std::vector<SegmentInfo> out;
+  for (const auto& s : impl_->segments) {
+    SegmentInfo i;
+    i.base_offset = s->base_offset();
+    i.next_offset = s->next_offset();
+    i.size_bytes = s->size();
+    i.largest_timestamp = s->max_timestamp();
+    i.log_path = s->log_path();
+    out.push_back(i);
+  }
+  return out;
+}
+
+const std::string& PartitionLog::dir() const { return impl_->dir; }
+const LogConfig& PartitionLog::config() const { return impl_->config; }
+
+void PartitionLog::UpdateConfig(const LogConfig& config) {
+  std::lock_guard l(impl_->append_mu);
+  impl_->config = config;
+}
+
+void PartitionLog::SetAppendListener(std::function<void(Offset)> fn) {
+  std::lock_guard l(impl_->listener_mu);
+  impl_->listener = std::move(fn);
+}
+
+std::vector<PartitionLog::EpochEntry> PartitionLog::LeaderEpochs() const {
+  std::shared_lock l(impl_->mu);
+  return impl_->epochs;
+}
+
+Result<PartitionLog::EpochEntry> PartitionLog::EndOffsetForEpoch(int32_t epoch) const {
+  std::shared_lock l(impl_->mu);
+  const auto& e = impl_->epochs;
+  auto it = std::upper_bound(e.begin(), e.end(), epoch,
+                             [](int32_t v, const EpochEntry& x) { return v < x.epoch; });
+  if (it == e.begin())
+    return Status::NotFound("no leader epoch at or below " + std::to_string(epoch));
+  const EpochEntry& found = *(it - 1);
+  Offset end = it == e.end() ? Offset(impl_->log_end.load()) : it->start_offset;
+  return EpochEntry{found.epoch, end};
+}
+
+// ---- flush, roll, truncate, retention ---------------------------------------------------
+
+Status PartitionLog::Flush() {
+  std::lock_guard l(impl_->append_mu);
+  return impl_->FlushLocked();
+}
+
+Status PartitionLog::MaybeFlush() {
+  std::lock_guard l(impl_->append_mu);
+  Impl& im = *impl_;
+  if (im.read_only || im.recovery_point.load() == im.log_end.load()) return Status::OK();
+  if (NowMs().value() - im.last_flush_ms >= im.config.flush_ms) return im.FlushLocked();
+  return Status::OK();
+}
+
+Status PartitionLog::Roll() {
+  Impl& im = *impl_;
+  if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
+  std::lock_guard l(im.append_mu);
+  return im.NewSegmentLocked(Offset(im.log_end.load()));
+}
+
+Status PartitionLog::Impl::DeleteSegmentsLocked(size_t count) {
+  // Called with append_mu and mu (exclusive) held; never deletes the active segment.
+  count = std::min(count, segments.size() - 1);
+  Status first_error;
+  for (size_t i = 0; i < count; ++i) {
+    Status s = segments[i]->Delete();
+    if (!s.ok() && first_error.ok()) first_error = s;
+  }
+  segments.erase(segments.begin(), segments.begin() + static_cast<ptrdiff_t>(count));
+  if (count > 0) dir_dirty = true;
+  if (log_start < segments.front()->base_offset()) log_start = segments.front()->base_offset();
+  if (recovery_point.load() < log_start.value()) recovery_point.store(log_start.value());
+  return first_error;
+}
+
+Status PartitionLog::Impl::TruncateToLocked(Offset offset) {
+  // Called with append_mu held.
+  if (offset.value() >= log_end.load()) return Status::OK();
+  std::unique_lock l(mu);
+  if (offset < log_start || offset <= segments.front()->base_offset()) {
+    // Nothing survives: start again, empty, at `offset`.
+    for (auto& s : segments) (void)s->Delete();
+    segments.clear();
+    SILT_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, Segment::Create(dir, offset));
+    segments.push_back(std::move(seg));
+    log_start = offset;
+    log_end.store(offset.value());
+    recovery_point.store(offset.value());
+  } else {
+    while (segments.size() > 1 && segments.back()->base_offset() >= offset) {
+      (void)segments.back()->Delete();
+      segments.pop_back();
+    }
+    SILT_ASSIGN_OR_RETURN(Offset end,
+                          segments.back()->TruncateTo(offset, config.index_interval_bytes));
+    log_end.store(end.value());
+    if (recovery_point.load() > end.value()) recovery_point.store(end.value());
+  }
+  dir_dirty = true;
+  Offset end(log_end.load());
+  size_t keep = epochs.size();
+  while (keep > 0 && epochs[keep - 1].start_offset >= end) --keep;
+  if (keep != epochs.size()) {
+    epochs.resize(keep);
+    SILT_TRY(WriteEpochsLocked());
+  }
+  return Status::OK();
+}
+
+Status PartitionLog::TruncateTo(Offset offset) {
+  Impl& im = *impl_;
+  if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
+  std::lock_guard l(im.append_mu);
+  SILT_TRY(im.TruncateToLocked(offset));
+  int64_t end = im.log_end.load();
+  if (end < im.checkpointed_rp && im.checkpoint_hook) {
+    SILT_TRY(im.checkpoint_hook(end, log_start_offset().value()));
+    im.checkpointed_rp = end;
+  }
+  return Status::OK();
+}
+
+Status PartitionLog::AdvanceLogStart(Offset offset) {
+  Impl& im = *impl_;
+  if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
+  std::lock_guard l(im.append_mu);
+  if (offset.value() > im.log_end.load())
+    return Status::OutOfRange("offset " + std::to_string(offset.value()) +
+                              " is past the log end " + std::to_string(im.log_end.load()));
+  {
+    std::shared_lock sl(im.mu);
+    if (offset <= im.log_start) return Status::OK();
+  }
+  // When everything goes, roll so that the old active segment can be deleted too.
+  if (offset.value() == im.log_end.load() && im.active()->size() > 0)
+    SILT_TRY(im.NewSegmentLocked(offset));
+  std::unique_lock ul(im.mu);
+  im.log_start = offset;
+  size_t n = 0;
+  while (n + 1 < im.segments.size() && im.segments[n]->next_offset() <= offset) ++n;
+  Status s = im.DeleteSegmentsLocked(n);
+  im.log_start = std::max(im.log_start, offset);
+  if (im.recovery_point.load() < offset.value()) im.recovery_point.store(offset.value());
+  // Kafka's truncateFromStart: the epoch in force at the new start now begins there.
+  size_t drop = 0;
+  while (drop + 1 < im.epochs.size() && im.epochs[drop + 1].start_offset <= offset) ++drop;
+  bool changed = drop > 0;
+  im.epochs.erase(im.epochs.begin(), im.epochs.begin() + static_cast<ptrdiff_t>(drop));
+  if (!im.epochs.empty() && im.epochs.front().start_offset < offset) {
+    im.epochs.front().start_offset = offset;
+    changed = true;
+  }
+  if (changed) SILT_TRY(im.WriteEpochsLocked());
+  if (s.ok() && im.checkpoint_hook) {
+    int64_t rp = std::min(im.checkpointed_rp, im.recovery_point.load());
+    s = im.checkpoint_hook(std::max(rp, offset.value()), im.log_start.value());
+  }
+  return s;
+}
+
+Result<int> PartitionLog::ApplyRetention() {
+  Impl& im = *impl_;
+  if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
+  std::lock_guard l(im.append_mu);
+  std::unique_lock ul(im.mu);
+  const int64_t now = NowMs().value();
+  int64_t total = 0;
+  for (const auto& s : im.segments) total += s->size();
+  int64_t excess = im.config.retention_bytes >= 0 ? total - im.config.retention_bytes : -1;
+  size_t n = 0;
+  while (n + 1 < im.segments.size()) {
+    const auto& s = im.segments[n];
+    bool below_start = s->next_offset() <= im.log_start;
+    bool expired = im.config.retention_ms >= 0 &&
+                   now - s->LargestTimestampOrMtime() > im.config.retention_ms;
+    bool over = excess >= 0 && excess - s->size() >= 0;
+    if (!below_start && !expired && !over) break;
+    if (excess >= 0) excess -= s->size();
+    ++n;
+  }
+  SILT_TRY(im.DeleteSegmentsLocked(n));
+  return static_cast<int>(n);
+}
+
+Status PartitionLog::Close() {
+  Impl& im = *impl_;
+  std::lock_guard l(im.append_mu);
+  if (im.closed) return Status::OK();
+  im.closed = true;
+  Status s;
+  if (!im.read_only) {
+    if (!im.segments.empty()) s = im.active()->OnBecomeInactive();
+    Status f = im.FlushLocked();
+    if (s.ok()) s = f;
+  }
+  std::unique_lock ul(im.mu);
+  for (auto& seg : im.segments) seg->CloseFiles();
+  return s;
+}
+
+}  // namespace silt::storage

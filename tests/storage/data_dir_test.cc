@@ -1,0 +1,339 @@
+#include "storage/data_dir.h"
+
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "storage/test_util.h"
+
+using namespace silt;
+using namespace silt::storage;
+using namespace silt::storage::testing;
+
+namespace {
+
+std::unique_ptr<DataDir> OpenDir(const std::string& path, bool read_only = false) {
+  DataDir::Options o;
+  o.read_only = read_only;
+  auto r = DataDir::Open(path, o);
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  return std::move(r).value();
+}
+
+}  // namespace
+
+TEST_CASE("topics are created with partitions, Kafka's metadata files and a properties file") {
+  TempDir dir;
+  auto dd = OpenDir(dir.path());
+  auto t = dd->CreateTopic("orders.v1", 3, {{"retention.ms", "60000"}});
+  REQUIRE_MESSAGE(t.ok(), t.status().ToString());
+  CHECK(t->partitions == 3);
+  CHECK(t->topic_id.size() == 22);
+  CHECK(t->partition_ids == std::vector<int32_t>{0, 1, 2});
+  for (int p = 0; p < 3; ++p) {
+    std::string pdir = dir / ("orders.v1-" + std::to_string(p));
+    CHECK(Slurp(JoinPath(pdir, "partition.metadata")) == "version: 0\ntopic_id: " + t->topic_id);
+    CHECK(Slurp(JoinPath(pdir, "leader-epoch-checkpoint")) == "0\n0\n");
+  }
+  std::string props = Slurp(dir / "silt-topics/orders.v1.properties");
+  CHECK(props.find("partitions=3\n") != std::string::npos);
+  CHECK(props.find("retention.ms=60000\n") != std::string::npos);
+  CHECK(dd->TopicConfig("orders.v1")->retention_ms == 60000);
+  CHECK(dd->CreateTopic("orders.v1", 1, {}).status().code() == Status::Code::kAlreadyExists);
+
+  // Records go in and come back, and survive a reopen with the topic's configs.
+  auto log = dd->Partition("orders.v1", 1);
+  REQUIRE(log.ok());
+  std::string b = MakeBatch(4);
+  REQUIRE((*log)->Append(&b).ok());
+  CHECK((*log)->config().retention_ms == 60000);
+  CHECK(dd->Partition("orders.v1", 3).status().IsNotFound());
+  CHECK(dd->Partition("nope", 0).status().IsNotFound());
+  REQUIRE(dd->Close().ok());
+
+  dd = OpenDir(dir.path());
+  CHECK(dd->opened_after_clean_shutdown());
+  auto topics = dd->ListTopics();
+  REQUIRE(topics.size() == 1);
+  CHECK(topics[0].name == "orders.v1");
+  CHECK(topics[0].topic_id == t->topic_id);
+  CHECK(topics[0].configs.at("retention.ms") == "60000");
+  auto again = dd->Partition("orders.v1", 1);
+  REQUIRE(again.ok());
+  CHECK((*again)->log_end_offset() == Offset(4));
+  CHECK((*again)->config().retention_ms == 60000);
+}
+
+TEST_CASE("topic names follow Kafka's rules") {
+  TempDir dir;
+  auto dd = OpenDir(dir.path());
+  for (const std::string& bad : std::vector<std::string>{"", ".", "..", "a/b", "a b", "t\xc3\xb3pico", std::string(250, 'x')})
+    CHECK(dd->CreateTopic(bad, 1, {}).status().code() == Status::Code::kInvalidArgument);
+  CHECK(dd->CreateTopic(std::string(249, 'x'), 1, {}).ok());
+  CHECK(dd->CreateTopic("a.b", 1, {}).ok());
+  auto clash = dd->CreateTopic("a_b", 1, {});
+  CHECK(clash.status().code() == Status::Code::kInvalidArgument);
+  CHECK(clash.status().message().find("a.b") != std::string::npos);
+  CHECK(dd->CreateTopic("x", 0, {}).status().code() == Status::Code::kInvalidArgument);
+  // A bad config value leaves no trace of the topic.
+  auto bad_cfg = dd->CreateTopic("y", 1, {{"segment.bytes", "10"}});
+  CHECK(bad_cfg.status().code() == Status::Code::kInvalidArgument);
+  CHECK(!PathExists(dir / "y-0"));
+  CHECK(dd->GetTopic("y").status().IsNotFound());
+}
+
+TEST_CASE("topic configs are altered and removed, and open logs see the change") {
+  TempDir dir;
+  auto dd = OpenDir(dir.path());
+  REQUIRE(dd->CreateTopic("t", 1, {{"retention.ms", "1000"}}).ok());
+  auto log = dd->Partition("t", 0);
+  REQUIRE(log.ok());
+  REQUIRE(dd->AlterTopicConfig("t", {{"segment.bytes", "4096"}}, {"retention.ms"}).ok());
+  CHECK((*log)->config().segment_bytes == 4096);
+  CHECK((*log)->config().retention_ms == LogConfig{}.retention_ms);
+  auto info = dd->GetTopic("t");
+  CHECK(info->configs.count("retention.ms") == 0);
+  CHECK(info->configs.at("segment.bytes") == "4096");
+  CHECK(dd->AlterTopicConfig("t", {{"cleanup.policy", "shred"}}).code() ==
+        Status::Code::kInvalidArgument);
+  CHECK(dd->AlterTopicConfig("t", {{"bogus.key", "1"}}).code() ==
+        Status::Code::kInvalidArgument);
+  CHECK(dd->GetTopic("t")->configs.size() == 1);
+  CHECK(dd->AlterTopicConfig("nope", {}).IsNotFound());
+}
+
+TEST_CASE("partitions are added, and topics are deleted with their directories") {
+  TempDir dir;
+  auto dd = OpenDir(dir.path());
+  REQUIRE(dd->CreateTopic("t", 2, {}).ok());
+  CHECK(dd->AddPartitions("t", 2).code() == Status::Code::kInvalidArgument);
+  REQUIRE(dd->AddPartitions("t", 5).ok());
+  CHECK(dd->GetTopic("t")->partitions == 5);
+  CHECK(IsDirectory(dir / "t-4"));
+  auto log = dd->Partition("t", 4);
+  REQUIRE(log.ok());
+  std::string b = MakeBatch(1);
+  REQUIRE((*log)->Append(&b).ok());
+  REQUIRE(dd->DeleteTopic("t").ok());
+  CHECK(!IsDirectory(dir / "t-0"));
+  CHECK(!IsDirectory(dir / "t-4"));
+  CHECK(!PathExists(dir / "silt-topics/t.properties"));
+  CHECK(dd->ListTopics().empty());
+  auto left = ListDir(dir.path());
+  REQUIRE(left.ok());
+  for (const std::string& e : left.value()) CHECK(e.find("t-") != 0);
+  CHECK(dd->DeleteTopic("t").IsNotFound());
+  REQUIRE(dd->Close().ok());
+  CHECK(Slurp(dir / "recovery-point-offset-checkpoint") == "0\n0\n");
+}
+
+TEST_CASE("close writes Kafka's recovery checkpoint and a marker that the next open removes") {
+  TempDir dir;
+  {
+    auto dd = OpenDir(dir.path());
+    REQUIRE(dd->CreateTopic("a", 2, {}).ok());
+    for (int p = 0; p < 2; ++p) {
+      auto log = dd->Partition("a", p);
+      REQUIRE(log.ok());
+      for (int i = 0; i <= p; ++i) {
+        std::string b = MakeBatch(3);
+        REQUIRE((*log)->Append(&b).ok());
+      }
+    }
+    REQUIRE(dd->Close().ok());
+  }
+  CHECK(Slurp(dir / "recovery-point-offset-checkpoint") == "0\n2\na 0 3\na 1 6\n");
+  CHECK(Slurp(dir / "log-start-offset-checkpoint") == "0\n2\na 0 0\na 1 0\n");
+  CHECK(PathExists(dir / "clean-shutdown"));
+  {
+    auto dd = OpenDir(dir.path());
+    CHECK(dd->opened_after_clean_shutdown());
+    CHECK(!PathExists(dir / "clean-shutdown"));
+    auto log = dd->Partition("a", 1);
+    REQUIRE(log.ok());
+    CHECK((*log)->log_end_offset() == Offset(6));
+    CHECK((*log)->recovery_point() == Offset(6));
+    // Dropped without Close(): like a crash.
+  }
+  CHECK(!PathExists(dir / "clean-shutdown"));
+  auto dd = OpenDir(dir.path());
+  CHECK(!dd->opened_after_clean_shutdown());
+  auto log = dd->Partition("a", 1);
+  REQUIRE(log.ok());
+  CHECK((*log)->log_end_offset() == Offset(6));
+}
+
+TEST_CASE("delete-records survives a restart through log-start-offset-checkpoint") {
+  TempDir dir;
+  {
+    auto dd = OpenDir(dir.path());
+    REQUIRE(dd->CreateTopic("a", 1, {}).ok());
+    auto log = dd->Partition("a", 0);
+    for (int i = 0; i < 5; ++i) {
+      std::string b = MakeBatch(2);
+      REQUIRE((*log)->Append(&b).ok());
+    }
+    REQUIRE((*log)->AdvanceLogStart(Offset(4)).ok());
+    REQUIRE(dd->Close().ok());
+  }
+  auto dd = OpenDir(dir.path());
+  auto log = dd->Partition("a", 0);
+  REQUIRE(log.ok());
+  CHECK((*log)->log_start_offset() == Offset(4));
+}
+
+TEST_CASE("a second writer gets Busy naming the pid of the process holding the directory") {
+  TempDir dir;
+  int ready[2], done[2];
+  REQUIRE(pipe(ready) == 0);
+  REQUIRE(pipe(done) == 0);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // The child holds the directory until the parent says it is done.
+    DataDir::Options o;
+    auto dd = DataDir::Open(dir.path(), o);
+    char c = dd.ok() ? 'y' : 'n';
+    (void)!write(ready[1], &c, 1);
+    (void)!read(done[0], &c, 1);
+    _exit(0);
+  }
+  char c = 0;
+  REQUIRE(read(ready[0], &c, 1) == 1);
+  REQUIRE(c == 'y');
+  DataDir::Options o;
+  auto second = DataDir::Open(dir.path(), o);
+  CHECK(second.status().IsBusy());
+  CHECK(second.status().message().find(std::to_string(child)) != std::string::npos);
+  // Read-only opens take no lock.
+  o.read_only = true;
+  CHECK(DataDir::Open(dir.path(), o).ok());
+  (void)!write(done[1], "x", 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status));
+  // Once the holder is gone the directory opens.
+  o.read_only = false;
+  auto third = DataDir::Open(dir.path(), o);
+  CHECK(third.ok());
+  // And within one process a second open is refused too.
+  CHECK(DataDir::Open(dir.path(), o).status().IsBusy());
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) close(fd);
+}
+
+TEST_CASE("local consumer group offsets are committed, merged, listed and deleted") {
+  TempDir dir;
+  auto dd = OpenDir(dir.path());
+  const std::string odd = "team/a b%c";
+  REQUIRE(dd->CommitGroup("g1", {{"t.x", {{0, 5}, {1, 7}}}}).ok());
+  REQUIRE(dd->CommitGroup("g1", {{"t.x", {{1, 9}}}, {"u", {{0, 1}}}}).ok());
+  REQUIRE(dd->CommitGroup(odd, {{"t", {{0, 3}}}}).ok());
+  auto g = dd->GroupCommitted("g1");
+  REQUIRE(g.ok());
+  CHECK(g->at("t.x").at(0) == 5);
+  CHECK(g->at("t.x").at(1) == 9);
+  CHECK(g->at("u").at(0) == 1);
+  CHECK(dd->ListGroups() == std::vector<std::string>{"g1", odd});
+  CHECK(dd->GroupCommitted(odd)->at("t").at(0) == 3);
+  REQUIRE(dd->DeleteGroup("g1").ok());
+  CHECK(dd->GroupCommitted("g1").status().IsNotFound());
+  CHECK(dd->ListGroups() == std::vector<std::string>{odd});
+}
+
+TEST_CASE("partition directories left by an interrupted delete are removed, never revived") {
+  TempDir dir;
+  {
+    auto dd = OpenDir(dir.path());
+    REQUIRE(dd->Close().ok());
+  }
+  // What a crash right after the renames leaves.
+  REQUIRE(CreateDirs(dir / "gone-0.1234abcd-delete").ok());
+  WriteBytes(dir / "gone-0.1234abcd-delete/00000000000000000000.log", MakeBatch(1));
+  auto ro = OpenDir(dir.path(), true);
+  CHECK(ro->ListTopics().empty());
+  ro.reset();
+  auto dd = OpenDir(dir.path());
+  CHECK(dd->ListTopics().empty());
+  CHECK(!PathExists(dir / "gone-0.1234abcd-delete"));
+}
+
+TEST_CASE("a read-only data dir writes nothing and refuses changes") {
+  TempDir dir;
+  {
+    auto dd = OpenDir(dir.path());
+    REQUIRE(dd->CreateTopic("t", 1, {}).ok());
+    REQUIRE(dd->Close().ok());
+  }
+  auto before = ListDir(dir.path()).value();
+  auto dd = OpenDir(dir.path(), true);
+  CHECK(dd->read_only());
+  CHECK(dd->CreateTopic("u", 1, {}).status().code() == Status::Code::kInvalidArgument);
+  CHECK(dd->CommitGroup("g", {}).code() == Status::Code::kInvalidArgument);
+  auto log = dd->Partition("t", 0);
+  REQUIRE(log.ok());
+  std::string b = MakeBatch(1);
+  CHECK(!(*log)->Append(&b).ok());
+  REQUIRE(dd->Close().ok());
+  CHECK(ListDir(dir.path()).value() == before);
+  CHECK(PathExists(dir / "clean-shutdown"));
+}
+
+TEST_CASE("a truncation below the checkpointed recovery point lowers the checkpoint at once") {
+  TempDir dir;
+  DataDir::Options o;
+  o.defaults.segment_bytes = 1000;
+  {
+    auto dd = DataDir::Open(dir.path(), o);
+    REQUIRE(dd.ok());
+    REQUIRE((*dd)->CreateTopic("a", 1, {}).ok());
+    auto log = (*dd)->Partition("a", 0);
+    for (int i = 0; i < 30; ++i) {
+      std::string b = MakeBatch(2, 30);
+      REQUIRE((*log)->Append(&b).ok());
+    }
+    REQUIRE((*dd)->Close().ok());
+  }
+  CHECK(Slurp(dir / "recovery-point-offset-checkpoint") == "0\n1\na 0 60\n");
+  {
+    auto dd = DataDir::Open(dir.path(), o);
+    REQUIRE(dd.ok());
+    auto log = (*dd)->Partition("a", 0);
+    REQUIRE(log.ok());
+    REQUIRE((*log)->TruncateTo(Offset(10)).ok());
+    CHECK(Slurp(dir / "recovery-point-offset-checkpoint") == "0\n1\na 0 10\n");
+    // New data, new segments, never flushed; then a crash (no Close).
+    for (int i = 0; i < 30; ++i) {
+      std::string b = MakeBatch(2, 30, 5000);
+      REQUIRE((*log)->Append(&b).ok());
+    }
+  }
+  auto dd = DataDir::Open(dir.path(), o);
+  REQUIRE(dd.ok());
+  auto log = (*dd)->Partition("a", 0);
+  REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+  CHECK((*log)->log_end_offset() == Offset(70));
+  auto r = (*log)->Read(Offset(0), INT64_MAX, Offset(INT64_MAX));
+  CHECK(BatchSpans(r->ReadAll().value()).size() == 35);
+}
+
+TEST_CASE("delete-records is checkpointed at once and survives a crash") {
+  TempDir dir;
+  {
+    auto dd = OpenDir(dir.path());
+    REQUIRE(dd->CreateTopic("a", 1, {}).ok());
+    auto log = dd->Partition("a", 0);
+    for (int i = 0; i < 5; ++i) {
+      std::string b = MakeBatch(2);
+      REQUIRE((*log)->Append(&b).ok());
+    }
+    REQUIRE((*log)->AdvanceLogStart(Offset(6)).ok());
+    CHECK(Slurp(dir / "log-start-offset-checkpoint") == "0\n1\na 0 6\n");
+    // No Close(): a crash.
+  }
+  auto dd = OpenDir(dir.path());
+  auto log = dd->Partition("a", 0);
+  REQUIRE(log.ok());
+  CHECK((*log)->log_start_offset() == Offset(6));
+  CHECK((*log)->log_end_offset() == Offset(10));
+}

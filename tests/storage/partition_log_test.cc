@@ -1,0 +1,559 @@
+#include "storage/partition_log.h"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "base/clock.h"
+#include "base/crc32c.h"
+#include "storage/segment.h"
+#include "storage/test_util.h"
+
+using namespace silt;
+using namespace silt::storage;
+using namespace silt::storage::testing;
+
+namespace {
+
+std::unique_ptr<PartitionLog> OpenLog(const std::string& dir, const LogConfig& cfg,
+                                      PartitionLog::OpenOptions opts = {}) {
+  auto r = PartitionLog::Open(dir, cfg, opts);
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  return std::move(r).value();
+}
+
+// Appends `n` batches of `records` records each; returns the batches' (base, last).
+std::vector<Span> AppendBatches(PartitionLog* log, int n, int records, size_t value_size = 20,
+                                int64_t ts = 1000) {
+  std::vector<Span> spans;
+  for (int i = 0; i < n; ++i) {
+    std::string b = MakeBatch(records, value_size, ts + i);
+    auto r = log->Append(&b);
+    REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+    spans.push_back({r->base_offset.value(), r->last_offset.value()});
+  }
+  return spans;
+}
+
+std::string ReadAllFrom(const PartitionLog& log, int64_t start) {
+  auto r = log.Read(Offset(start), INT64_MAX, Offset(INT64_MAX));
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  auto bytes = r->ReadAll();
+  REQUIRE(bytes.ok());
+  return bytes.value();
+}
+
+LogConfig SmallConfig() {
+  LogConfig c;
+  c.segment_bytes = 2000;
+  c.index_interval_bytes = 200;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("appends get consecutive offsets and read back byte for byte across segment rolls") {
+  TempDir dir;
+  auto log = OpenLog(dir.path(), SmallConfig());
+  std::string expected;
+  for (int i = 0; i < 60; ++i) {
+    std::string b = MakeBatch(3, 20, 1000 + i);
+    auto r = log->Append(&b);
+    REQUIRE(r.ok());
+    CHECK(r->base_offset == Offset(3 * i));
+    CHECK(r->last_offset == Offset(3 * i + 2));
+    expected += b;  // Append patched baseOffset in place
+  }
+  CHECK(log->log_end_offset() == Offset(180));
+  CHECK(log->Segments().size() > 3);
+  for (const SegmentInfo& s : log->Segments()) CHECK(s.size_bytes <= 2000);
+  std::string all = ReadAllFrom(*log, 0);
+  CHECK(all == expected);
+  auto spans = BatchSpans(all);
+  REQUIRE(spans.size() == 60);
+  for (int i = 0; i < 60; ++i) CHECK(spans[static_cast<size_t>(i)] == Span{3 * i, 3 * i + 2});
+  // The CRC was not touched by the offset assignment.
+  CHECK(Slurp(dir / SegName(0, ".log")).substr(0, 10) == expected.substr(0, 10));
+}
+
+TEST_CASE("a read from any offset starts at the batch holding it, found through the index") {
+  TempDir dir;
+  LogConfig cfg = SmallConfig();
+  cfg.segment_bytes = 1 << 20;
+  cfg.index_interval_bytes = 150;
+  auto log = OpenLog(dir.path(), cfg);
+  auto spans = AppendBatches(log.get(), 80, 2, 30);
+  auto segs = log->Segments();
+  REQUIRE(segs.size() == 1);
+  REQUIRE(log->Flush().ok());  // index entries reach the file in groups, at the latest on flush
+  // The index is sparse, non-empty, and every entry names a batch start and its last offset.
+  std::string idx = Slurp(dir / SegName(0, ".index"));
+  REQUIRE(idx.size() % 8 == 0);
+  CHECK(idx.size() / 8 > 5);
+  CHECK(idx.size() / 8 < 80);
+  std::string logb = Slurp(dir / SegName(0, ".log"));
+  for (size_t i = 0; i < idx.size(); i += 8) {
+    int32_t rel = static_cast<int32_t>(DecodeBE32(idx.data() + i));
+    int32_t pos = static_cast<int32_t>(DecodeBE32(idx.data() + i + 4));
+    format::BatchHeader h = format::DecodeBatchHeader(std::string_view(logb).substr(pos));
+    CHECK(h.base_offset + h.last_offset_delta == rel);
+  }
+  for (int64_t o = 0; o < 160; ++o) {
+    auto r = log->Read(Offset(o), 1, Offset(INT64_MAX), /*min_one=*/true);
+    REQUIRE(r.ok());
+    auto got = BatchSpans(r->ReadAll().value());
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].base <= o);
+    CHECK(got[0].last >= o);
+    CHECK(r->next_offset == Offset(got[0].last + 1));
+  }
+}
+
+TEST_CASE("a read stops at the byte limit and before the upper bound, whole batches only") {
+  TempDir dir;
+  LogConfig cfg = SmallConfig();
+  cfg.segment_bytes = 1500;
+  // A dense index (an entry per batch) lets reads skip header reads; a sparse one scans.
+  SUBCASE("dense index") { cfg.index_interval_bytes = 0; }
+  SUBCASE("sparse index") { cfg.index_interval_bytes = 4096; }
+  auto log = OpenLog(dir.path(), cfg);
+  AppendBatches(log.get(), 40, 2, 30);  // 2-record batches
+  std::string one = MakeBatch(2, 30);
+  int64_t bsize = static_cast<int64_t>(one.size());
+
+  auto r = log->Read(Offset(0), 3 * bsize + 5, Offset(INT64_MAX));
+  REQUIRE(r.ok());
+  CHECK(r->total_bytes == 3 * bsize);
+  CHECK(r->next_offset == Offset(6));
+
+  r = log->Read(Offset(0), INT64_MAX, Offset(10));
+  REQUIRE(r.ok());
+  CHECK(BatchSpans(r->ReadAll().value()).back().last == 9);
+  CHECK(r->next_offset == Offset(10));
+
+  // Without min_one a too-small limit returns nothing; with it, one batch.
+  r = log->Read(Offset(4), 10, Offset(INT64_MAX), false);
+  CHECK(r->total_bytes == 0);
+  r = log->Read(Offset(4), 10, Offset(INT64_MAX), true);
+  CHECK(r->total_bytes == bsize);
+
+  // Every start, limit and bound agrees with a model over the batch list.
+  for (int64_t start = 0; start < 80; start += 3) {
+    for (int64_t nb : {0, 1, 2, 5}) {
+      for (int64_t ub : {start + 1, start + 4, start + 9, int64_t{80}}) {
+        auto got = log->Read(Offset(start), nb * bsize + 3, Offset(ub));
+        REQUIRE(got.ok());
+        int64_t first = start / 2 * 2;  // batches hold [2k, 2k+1]
+        int64_t want = 0;
+        for (int64_t b = first; b + 1 < ub && b + 1 < 80 && want < std::max<int64_t>(nb, 1); b += 2) ++want;
+        if (nb == 0 && want > 1) want = 1;
+        auto spans = BatchSpans(got->ReadAll().value());
+        CAPTURE(start);
+        CAPTURE(nb);
+        CAPTURE(ub);
+        CHECK(static_cast<int64_t>(spans.size()) == want);
+        if (!spans.empty()) {
+          CHECK(spans.front().base == first);
+          CHECK(got->next_offset == Offset(spans.back().last + 1));
+        }
+      }
+    }
+  }
+
+  // Across segment boundaries, many slices, in order.
+  r = log->Read(Offset(0), INT64_MAX, Offset(INT64_MAX));
+  CHECK(r->slices.size() == log->Segments().size());
+  CHECK(r->next_offset == Offset(80));
+  CHECK(log->Read(Offset(80), 100, Offset(INT64_MAX))->total_bytes == 0);
+  CHECK(log->Read(Offset(81), 100, Offset(INT64_MAX)).status().code() ==
+        Status::Code::kOutOfRange);
+}
+
+TEST_CASE("offset for timestamp finds the first record at or after the time") {
+  TempDir dir;
+  LogConfig cfg = SmallConfig();
+  cfg.index_interval_bytes = 100;
+  auto log = OpenLog(dir.path(), cfg);
+  // Batch i holds 4 records with timestamps 10000 + 100*i + {0, 10, 20, 30}.
+  for (int i = 0; i < 30; ++i) {
+    BatchSpec s;
+    s.records = 4;
+    s.base_timestamp = 10000 + 100 * i;
+    s.timestamp_step = 10;
+    std::string b = MakeBatch(s);
+    REQUIRE(log->Append(&b).ok());
+  }
+  CHECK(log->Segments().size() > 1);
+  CHECK(log->OffsetForTimestamp(0).value() == Offset(0));
+  CHECK(log->OffsetForTimestamp(10000).value() == Offset(0));
+  CHECK(log->OffsetForTimestamp(10001).value() == Offset(1));
+  CHECK(log->OffsetForTimestamp(10030).value() == Offset(3));
+  CHECK(log->OffsetForTimestamp(10031).value() == Offset(4));
+  CHECK(log->OffsetForTimestamp(12520).value() == Offset(25 * 4 + 2));
+  CHECK(log->OffsetForTimestamp(12900).value() == Offset(116));
+  CHECK(log->OffsetForTimestamp(12930).value() == Offset(119));
+  CHECK(log->OffsetForTimestamp(12931).status().IsNotFound());
+}
+
+TEST_CASE("segments roll at segment.ms and when the index is full") {
+  TempDir dir;
+  int64_t now = 1'000'000;
+  SetFakeClockForTesting([&] { return now; });
+  LogConfig cfg;
+  cfg.segment_ms = 1000;
+  auto log = OpenLog(dir.path(), cfg);
+  BatchSpec s;
+  s.base_timestamp = now;
+  std::string b = MakeBatch(s);
+  REQUIRE(log->Append(&b).ok());
+  s.base_timestamp = now + 500;
+  b = MakeBatch(s);
+  REQUIRE(log->Append(&b).ok());
+  CHECK(log->Segments().size() == 1);
+  s.base_timestamp = now + 1001;
+  b = MakeBatch(s);
+  REQUIRE(log->Append(&b).ok());
+  CHECK(log->Segments().size() == 2);
+  CHECK(log->Segments()[1].base_offset == Offset(2));
+  SetFakeClockForTesting(nullptr);
+
+  TempDir dir2;
+  LogConfig small_index;
+  small_index.index_interval_bytes = 0;   // an entry for every batch after the first
+  small_index.segment_index_bytes = 8 * 4;
+  auto log2 = OpenLog(dir2.path(), small_index);
+  for (int i = 0; i < 12; ++i) {
+    std::string same_ts = MakeBatch(1, 10, 1000);  // the time index gets one entry only
+    REQUIRE(log2->Append(&same_ts).ok());
+  }
+  auto segs = log2->Segments();
+  REQUIRE(segs.size() >= 2);
+  CHECK(segs[0].next_offset == Offset(5));  // 4 index entries + the unindexed first batch
+  // With growing timestamps the time index (12-byte entries: 2 fit) fills first.
+  TempDir dir3;
+  auto log3 = OpenLog(dir3.path(), small_index);
+  AppendBatches(log3.get(), 12, 1);
+  CHECK(log3->Segments()[0].next_offset == Offset(3));
+}
+
+TEST_CASE("message.timestamp.type=LogAppendTime stamps the batch and keeps its CRC valid") {
+  TempDir dir;
+  int64_t now = 5'000'000;
+  SetFakeClockForTesting([&] { return now; });
+  LogConfig cfg;
+  REQUIRE(cfg.Set("message.timestamp.type", "LogAppendTime").ok());
+  auto log = OpenLog(dir.path(), cfg);
+  std::string b = MakeBatch(3, 10, 42);
+  auto r = log->Append(&b);
+  SetFakeClockForTesting(nullptr);
+  REQUIRE(r.ok());
+  CHECK(r->log_append_time == now);
+  std::string all = ReadAllFrom(*log, 0);
+  format::BatchHeader h;
+  REQUIRE(format::CheckBatchFraming(all, {}, &h).ok());
+  CHECK(h.max_timestamp == now);
+  CHECK(h.log_append_time());
+}
+
+TEST_CASE("a batch above max.message.bytes is refused and the log is unchanged") {
+  TempDir dir;
+  LogConfig cfg;
+  cfg.max_message_bytes = 200;
+  auto log = OpenLog(dir.path(), cfg);
+  std::string b = MakeBatch(1, 500);
+  CHECK(log->Append(&b).status().IsTooLarge());
+  CHECK(log->log_end_offset() == Offset(0));
+  std::string junk = "not a batch";
+  CHECK(log->Append(&junk).status().code() == Status::Code::kInvalidArgument);
+}
+
+TEST_CASE("retention by time deletes whole closed segments but never the active one") {
+  TempDir dir;
+  int64_t now = 100'000'000;
+  SetFakeClockForTesting([&] { return now; });
+  LogConfig cfg = SmallConfig();
+  cfg.segment_bytes = 800;
+  cfg.retention_ms = 10'000;
+  auto log = OpenLog(dir.path(), cfg);
+  AppendBatches(log.get(), 20, 3, 20, now - 50'000);  // old records
+  AppendBatches(log.get(), 20, 3, 20, now);           // fresh records
+  size_t before = log->Segments().size();
+  REQUIRE(before > 3);
+  auto n = log->ApplyRetention();
+  REQUIRE(n.ok());
+  CHECK(n.value() > 0);
+  auto segs = log->Segments();
+  CHECK(segs.size() == before - static_cast<size_t>(n.value()));
+  for (const SegmentInfo& s : segs) CHECK(s.largest_timestamp >= now - 10'000);
+  CHECK(log->log_start_offset() == segs.front().base_offset);
+  CHECK(!PathExists(dir / SegName(0, ".log")));
+  CHECK(!PathExists(dir / SegName(0, ".index")));
+  // Reading below the new start is out of range; from it, everything is there.
+  CHECK(log->Read(Offset(0), 100, Offset(INT64_MAX)).status().code() ==
+        Status::Code::kOutOfRange);
+  CHECK(BatchSpans(ReadAllFrom(*log, log->log_start_offset().value())).back().last == 119);
+
+  // Everything expired: all closed segments go, the active one stays.
+  now += 1'000'000;
+  REQUIRE(log->ApplyRetention().ok());
+  CHECK(log->Segments().size() == 1);
+  CHECK(log->log_end_offset() == Offset(120));
+  SetFakeClockForTesting(nullptr);
+}
+
+TEST_CASE("retention by bytes keeps the newest segments within retention.bytes") {
+  TempDir dir;
+  LogConfig cfg = SmallConfig();
+  cfg.retention_ms = -1;
+  cfg.retention_bytes = 5000;
+  auto log = OpenLog(dir.path(), cfg);
+  AppendBatches(log.get(), 100, 3, 20);
+  REQUIRE(log->size_bytes() > 5000);
+  auto n = log->ApplyRetention();
+  REQUIRE(n.ok());
+  CHECK(n.value() > 0);
+  // Kafka's rule: a segment goes only if what remains is still at least retention.bytes.
+  CHECK(log->size_bytes() >= 5000);
+  int64_t first = log->Segments().front().size_bytes;
+  CHECK(log->size_bytes() - first < 5000);
+  CHECK(log->ApplyRetention().value() == 0);
+}
+
+TEST_CASE("a read result keeps a deleted segment's bytes readable") {
+  TempDir dir;
+  LogConfig cfg = SmallConfig();
+  cfg.retention_bytes = 0;
+  auto log = OpenLog(dir.path(), cfg);
+  AppendBatches(log.get(), 40, 3, 20);
+  auto r = log->Read(Offset(0), INT64_MAX, Offset(INT64_MAX));
+  REQUIRE(r.ok());
+  REQUIRE(log->ApplyRetention().value() > 0);
+  CHECK(!PathExists(dir / SegName(0, ".log")));
+  auto bytes = r->ReadAll();
+  REQUIRE(bytes.ok());
+  CHECK(BatchSpans(bytes.value()).size() == 40);
+}
+
+TEST_CASE("advancing the log start hides records below it and deletes whole segments") {
+  TempDir dir;
+  auto log = OpenLog(dir.path(), SmallConfig());
+  AppendBatches(log.get(), 60, 3, 20);
+  auto segs = log->Segments();
+  REQUIRE(segs.size() > 3);
+  Offset mid = segs[2].base_offset + 1;
+  REQUIRE(log->AdvanceLogStart(mid).ok());
+  CHECK(log->log_start_offset() == mid);
+  CHECK(log->Segments().front().base_offset == segs[2].base_offset);
+  CHECK(!PathExists(segs[0].log_path));
+  CHECK(!PathExists(segs[1].log_path));
+  CHECK(log->Read(mid - 1, 100, Offset(INT64_MAX)).status().code() ==
+        Status::Code::kOutOfRange);
+  auto r = log->Read(mid, 1, Offset(INT64_MAX));
+  REQUIRE(r.ok());
+  CHECK(BatchSpans(r->ReadAll().value())[0].last >= mid.value());
+  CHECK(log->AdvanceLogStart(Offset(10'000)).code() == Status::Code::kOutOfRange);
+  CHECK(log->AdvanceLogStart(Offset(1)).ok());  // backwards: no-op
+  CHECK(log->log_start_offset() == mid);
+  // Up to the end: only an empty active segment remains, appends continue.
+  REQUIRE(log->AdvanceLogStart(Offset(180)).ok());
+  CHECK(log->Segments().size() == 1);
+  CHECK(log->size_bytes() == 0);
+  auto more = AppendBatches(log.get(), 1, 1);
+  CHECK(more[0].base == 180);
+  // The start survives a reopen through the data dir's checkpoint.
+  REQUIRE(log->Close().ok());
+  PartitionLog::OpenOptions o;
+  o.log_start_offset = 180;
+  auto again = OpenLog(dir.path(), SmallConfig(), o);
+  CHECK(again->log_start_offset() == Offset(180));
+  CHECK(again->log_end_offset() == Offset(181));
+}
+
+TEST_CASE("truncation drops every record at and after the offset, across segments") {
+  TempDir dir;
+  auto log = OpenLog(dir.path(), SmallConfig());
+  AppendBatches(log.get(), 60, 3, 20);
+  size_t segs_before = log->Segments().size();
+  REQUIRE(log->TruncateTo(Offset(90)).ok());
+  CHECK(log->log_end_offset() == Offset(90));
+  CHECK(log->Segments().size() < segs_before);
+  CHECK(BatchSpans(ReadAllFrom(*log, 0)).back().last == 89);
+  // A truncation point inside a batch drops the whole batch.
+  REQUIRE(log->TruncateTo(Offset(44)).ok());
+  CHECK(log->log_end_offset() == Offset(42));
+  // Appends continue from the new end, and lookups stay right after a reopen.
+  auto spans = AppendBatches(log.get(), 10, 3, 20);
+  CHECK(spans[0].base == 42);
+  REQUIRE(log->Close().ok());
+  log = OpenLog(dir.path(), SmallConfig());
+  CHECK(log->log_end_offset() == Offset(72));
+  auto all = BatchSpans(ReadAllFrom(*log, 0));
+  for (size_t i = 0; i < all.size(); ++i) CHECK(all[i].base == static_cast<int64_t>(3 * i));
+  REQUIRE(log->TruncateTo(Offset(0)).ok());
+  CHECK(log->log_end_offset() == Offset(0));
+  CHECK(log->size_bytes() == 0);
+}
+
+TEST_CASE("flush.messages fsyncs and advances the recovery point") {
+  TempDir dir;
+  LogConfig cfg;
+  cfg.flush_messages = 10;
+  auto log = OpenLog(dir.path(), cfg);
+  AppendBatches(log.get(), 3, 3);
+  CHECK(log->recovery_point() == Offset(0));
+  AppendBatches(log.get(), 1, 3);  // 12 messages
+  CHECK(log->recovery_point() == Offset(12));
+  AppendBatches(log.get(), 1, 3);
+  CHECK(log->recovery_point() == Offset(12));
+  REQUIRE(log->Flush().ok());
+  CHECK(log->recovery_point() == Offset(15));
+}
+
+TEST_CASE("flush.ms flushes once the interval has passed") {
+  TempDir dir;
+  int64_t now = 1'000'000;
+  SetFakeClockForTesting([&] { return now; });
+  LogConfig cfg;
+  cfg.flush_ms = 100;
+  auto log = OpenLog(dir.path(), cfg);
+  AppendBatches(log.get(), 1, 2);
+  CHECK(log->recovery_point() == Offset(0));
+  now += 50;
+  REQUIRE(log->MaybeFlush().ok());
+  CHECK(log->recovery_point() == Offset(0));
+  now += 60;
+  REQUIRE(log->MaybeFlush().ok());
+  CHECK(log->recovery_point() == Offset(2));
+  AppendBatches(log.get(), 1, 2);
+  now += 200;
+  AppendBatches(log.get(), 1, 2);  // the append itself notices the interval
+  CHECK(log->recovery_point() == Offset(6));
+  SetFakeClockForTesting(nullptr);
+}
+
+TEST_CASE("append with offsets keeps the given offsets, allows gaps and refuses going back") {
+  TempDir dir;
+  auto log = OpenLog(dir.path(), SmallConfig());
+  BatchSpec s;
+  s.base_offset = 5;
+  s.records = 3;
+  std::string two = MakeBatch(s);
+  s.base_offset = 20;
+  two += MakeBatch(s);
+  auto r = log->AppendWithOffsets(two);
+  REQUIRE(r.ok());
+  CHECK(r->base_offset == Offset(5));
+  CHECK(r->last_offset == Offset(22));
+  CHECK(log->log_end_offset() == Offset(23));
+  // An empty log starts where the first batch given to it does.
+  CHECK(log->log_start_offset() == Offset(5));
+  CHECK(log->Segments().front().base_offset == Offset(5));
+  CHECK(!PathExists(dir / SegName(0, ".log")));
+  CHECK(ReadAllFrom(*log, 5) == two);
+  s.base_offset = 22;
+  std::string back = MakeBatch(s);
+  CHECK(log->AppendWithOffsets(back).status().code() == Status::Code::kInvalidArgument);
+  std::string bad = MakeBatch(s);
+  bad[40] ^= 1;
+  CHECK(log->AppendWithOffsets(bad).status().IsCorruption());
+  CHECK(log->log_end_offset() == Offset(23));
+  // A huge gap starts a new segment so that relative offsets fit in 32 bits.
+  s.base_offset = 23 + (1LL << 32);
+  std::string far = MakeBatch(s);
+  REQUIRE(log->AppendWithOffsets(far).ok());
+  CHECK(log->Segments().back().base_offset == Offset(s.base_offset));
+}
+
+TEST_CASE("leader epochs are recorded, checkpointed, truncated and answered") {
+  TempDir dir;
+  auto log = OpenLog(dir.path(), LogConfig{});
+  std::string b = MakeBatch(2);
+  REQUIRE(log->Append(&b, 0).ok());
+  b = MakeBatch(2);
+  REQUIRE(log->Append(&b, 0).ok());
+  b = MakeBatch(2);
+  REQUIRE(log->Append(&b, 3).ok());
+  CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n2\n0 0\n3 4\n");
+  CHECK(log->EndOffsetForEpoch(0)->start_offset == Offset(4));
+  CHECK(log->EndOffsetForEpoch(2)->epoch == 0);
+  CHECK(log->EndOffsetForEpoch(3)->start_offset == Offset(6));
+  REQUIRE(log->TruncateTo(Offset(4)).ok());
+  CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n1\n0 0\n");
+  REQUIRE(log->Close().ok());
+  auto again = OpenLog(dir.path(), LogConfig{});
+  REQUIRE(again->LeaderEpochs().size() == 1);
+  CHECK(again->LeaderEpochs()[0].epoch == 0);
+}
+
+TEST_CASE("readers see whole batches only while a writer appends and rolls") {
+  TempDir dir;
+  LogConfig cfg = SmallConfig();
+  cfg.retention_bytes = 20'000;
+  auto log = OpenLog(dir.path(), cfg);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> reads{0};
+  std::atomic<int> bad{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      Offset start = log->log_start_offset();
+      auto r = log->Read(start, 4000, Offset(INT64_MAX));
+      if (!r.ok()) {
+        // Retention may move the start between the two calls.
+        if (r.status().code() != Status::Code::kOutOfRange) ++bad;
+        continue;
+      }
+      auto bytes = r->ReadAll();
+      if (!bytes.ok()) continue;
+      std::string_view v = bytes.value();
+      int64_t expect = -1;
+      while (!v.empty()) {
+        format::BatchHeader h;
+        if (!format::CheckBatchFraming(v, {}, &h).ok() ||
+            (expect >= 0 && h.base_offset != expect)) {
+          ++bad;
+          break;
+        }
+        expect = h.base_offset + h.last_offset_delta + 1;
+        v.remove_prefix(static_cast<size_t>(h.size()));
+      }
+      ++reads;
+    }
+  });
+  for (int i = 0; i < 600; ++i) {
+    std::string b = MakeBatch(3, 20);
+    REQUIRE(log->Append(&b).ok());
+    if (i % 50 == 0) REQUIRE(log->ApplyRetention().ok());
+  }
+  stop = true;
+  reader.join();
+  CHECK(bad.load() == 0);
+  CHECK(reads.load() > 0);
+  CHECK(log->log_end_offset() == Offset(1800));
+}
+
+TEST_CASE("the append listener hears the new log end after each append") {
+  TempDir dir;
+  auto log = OpenLog(dir.path(), LogConfig{});
+  std::vector<int64_t> heard;
+  log->SetAppendListener([&](Offset end) { heard.push_back(end.value()); });
+  AppendBatches(log.get(), 3, 2);
+  std::string two = MakeBatch(BatchSpec{6, 1});
+  REQUIRE(log->AppendWithOffsets(two).ok());
+  CHECK(heard == std::vector<int64_t>{2, 4, 6, 7});
+}
+
+TEST_CASE("Roll starts a new segment at the log end, and not twice for an empty one") {
+  TempDir dir;
+  auto log = OpenLog(dir.path(), LogConfig{});
+  AppendBatches(log.get(), 2, 2);
+  REQUIRE(log->Roll().ok());
+  REQUIRE(log->Roll().ok());
+  auto segs = log->Segments();
+  REQUIRE(segs.size() == 2);
+  CHECK(segs[1].base_offset == Offset(4));
+  CHECK(segs[0].next_offset == Offset(4));
+  CHECK(PathExists(dir / SegName(4, ".log")));
+  AppendBatches(log.get(), 1, 2);
+  CHECK(log->Segments().back().size_bytes > 0);
+}

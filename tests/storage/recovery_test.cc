@@ -1,0 +1,382 @@
+// Recovery and faults: torn tails, bit flips, lost or damaged indexes, a full disk.
+#include <doctest/doctest.h>
+
+#include "base/file.h"
+#include "storage/partition_log.h"
+#include "storage/test_util.h"
+
+using namespace silt;
+using namespace silt::storage;
+using namespace silt::storage::testing;
+
+namespace {
+
+Result<std::unique_ptr<PartitionLog>> Reopen(const std::string& dir, const LogConfig& cfg,
+                                             bool clean = false, int64_t rp = 0,
+                                             bool read_only = false) {
+  PartitionLog::OpenOptions o;
+  o.clean_shutdown = clean;
+  o.recovery_point = rp;
+  o.read_only = read_only;
+  return PartitionLog::Open(dir, cfg, o);
+}
+
+LogConfig Cfg() {
+  LogConfig c;
+  c.segment_bytes = 3000;
+  c.index_interval_bytes = 150;
+  return c;
+}
+
+// Writes `n` batches of 2 records through a log and closes it; returns the batch sizes.
+std::vector<int64_t> Fill(const std::string& dir, int n, const LogConfig& cfg = Cfg()) {
+  auto log = PartitionLog::Open(dir, cfg, {});
+  REQUIRE(log.ok());
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < n; ++i) {
+    std::string b = MakeBatch(2, 25 + static_cast<size_t>(i % 7), 1000 + i);
+    REQUIRE((*log)->Append(&b).ok());
+    sizes.push_back(static_cast<int64_t>(b.size()));
+  }
+  REQUIRE((*log)->Close().ok());
+  return sizes;
+}
+
+std::string ReadEverything(const PartitionLog& log) {
+  auto r = log.Read(log.log_start_offset(), INT64_MAX, Offset(INT64_MAX));
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  auto b = r->ReadAll();
+  REQUIRE(b.ok());
+  return b.value();
+}
+
+// Every offset is found at the batch holding it.
+void CheckLookups(const PartitionLog& log) {
+  for (int64_t o = log.log_start_offset().value(); o < log.log_end_offset().value(); ++o) {
+    auto r = log.Read(Offset(o), 1, Offset(INT64_MAX));
+    REQUIRE(r.ok());
+    auto spans = BatchSpans(r->ReadAll().value());
+    REQUIRE(spans.size() == 1);
+    CHECK(spans[0].base <= o);
+    CHECK(spans[0].last >= o);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("reopening after a clean close trusts the segments and keeps every record") {
+  TempDir dir;
+  Fill(dir.path(), 40);
+  auto log = Reopen(dir.path(), Cfg(), /*clean=*/true, /*rp=*/80);
+  REQUIRE(log.ok());
+  CHECK((*log)->log_end_offset() == Offset(80));
+  CHECK((*log)->recovery_point() == Offset(80));
+  CHECK(BatchSpans(ReadEverything(**log)).size() == 40);
+  CheckLookups(**log);
+  // Appends continue where the log ended, into the same active segment.
+  size_t segs = (*log)->Segments().size();
+  std::string b = MakeBatch(1);
+  auto r = (*log)->Append(&b);
+  REQUIRE(r.ok());
+  CHECK(r->base_offset == Offset(80));
+  CHECK((*log)->Segments().size() == segs);
+}
+
+TEST_CASE("reopening after an unclean close rescans and keeps every record") {
+  TempDir dir;
+  {
+    auto log = PartitionLog::Open(dir.path(), Cfg(), {});
+    REQUIRE(log.ok());
+    for (int i = 0; i < 30; ++i) {
+      std::string b = MakeBatch(2);
+      REQUIRE((*log)->Append(&b).ok());
+    }
+    // Dropped without Close(): no final flush, no final time index entry.
+  }
+  auto log = Reopen(dir.path(), Cfg());
+  REQUIRE(log.ok());
+  CHECK((*log)->log_end_offset() == Offset(60));
+  CHECK(BatchSpans(ReadEverything(**log)).size() == 30);
+  CheckLookups(**log);
+}
+
+TEST_CASE("recovery truncates a torn tail and keeps every whole batch before it") {
+  TempDir dir;
+  LogConfig cfg;  // one segment
+  cfg.index_interval_bytes = 100;
+  auto sizes = Fill(dir.path(), 11, cfg);
+  {
+    // A small last batch (2 records, 1-byte values) keeps the number of cuts modest.
+    auto log = PartitionLog::Open(dir.path(), cfg, {});
+    REQUIRE(log.ok());
+    std::string b = MakeBatch(2, 1, 5000);
+    REQUIRE((*log)->Append(&b).ok());
+    sizes.push_back(static_cast<int64_t>(b.size()));
+    REQUIRE((*log)->Close().ok());
+  }
+  std::string path = dir / SegName(0, ".log");
+  const std::string full = Slurp(path);
+  const int64_t last = sizes.back();
+  const int64_t prefix = static_cast<int64_t>(full.size()) - last;
+  const std::string index = Slurp(dir / SegName(0, ".index"));
+  const std::string tindex = Slurp(dir / SegName(0, ".timeindex"));
+  for (int64_t cut = 1; cut < last; ++cut) {
+    CAPTURE(cut);
+    WriteBytes(path, std::string_view(full).substr(0, static_cast<size_t>(prefix + cut)));
+    WriteBytes(dir / SegName(0, ".index"), index);
+    WriteBytes(dir / SegName(0, ".timeindex"), tindex);
+    // Every cut recovers from an unclean shutdown; every few also after a "clean" one (the
+    // tail scan catches it too) and then take appends again (fsync-heavy, hence not all).
+    const bool full_check = cut % 8 == 1;
+    for (bool clean : {false, true}) {
+      if (clean && !full_check) continue;
+      {
+        auto log = Reopen(dir.path(), cfg, clean, clean ? 24 : 0);
+        REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+        CHECK((*log)->log_end_offset() == Offset(22));
+        CHECK(ReadEverything(**log) == full.substr(0, static_cast<size_t>(prefix)));
+        CHECK(static_cast<int64_t>(Slurp(path).size()) == prefix);
+        if (full_check) {
+          std::string b = MakeBatch(2);
+          auto r = (*log)->Append(&b);
+          REQUIRE(r.ok());
+          CHECK(r->base_offset == Offset(22));
+        }
+      }
+      WriteBytes(path, std::string_view(full).substr(0, static_cast<size_t>(prefix + cut)));
+      WriteBytes(dir / SegName(0, ".index"), index);
+      WriteBytes(dir / SegName(0, ".timeindex"), tindex);
+    }
+  }
+}
+
+TEST_CASE("a zero-filled tail after the last batch is a torn tail") {
+  TempDir dir;
+  Fill(dir.path(), 5, LogConfig{});
+  std::string path = dir / SegName(0, ".log");
+  std::string data = Slurp(path);
+  size_t good = data.size();
+  WriteBytes(path, data + std::string(4096, '\0'));
+  auto log = Reopen(dir.path(), LogConfig{});
+  REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+  CHECK((*log)->log_end_offset() == Offset(10));
+  CHECK(Slurp(path).size() == good);
+}
+
+TEST_CASE("a bit flip before the end is Corruption naming the file and the byte position") {
+  TempDir dir;
+  LogConfig cfg;
+  auto sizes = Fill(dir.path(), 10, cfg);
+  std::string path = dir / SegName(0, ".log");
+  std::string data = Slurp(path);
+  int64_t third = sizes[0] + sizes[1];  // position of the third batch
+  data[static_cast<size_t>(third + 70)] ^= 0x10;  // inside its records: the CRC catches it
+  WriteBytes(path, data);
+  auto log = Reopen(dir.path(), cfg);
+  REQUIRE(!log.ok());
+  CHECK(log.status().IsCorruption());
+  CHECK(log.status().message().find(path) != std::string::npos);
+  CHECK(log.status().message().find("position " + std::to_string(third)) != std::string::npos);
+  // The file was not cut: nothing is silently dropped.
+  CHECK(Slurp(path) == data);
+  // Read-only opens report it too.
+  CHECK(Reopen(dir.path(), cfg, false, 0, true).status().IsCorruption());
+}
+
+TEST_CASE("damage in the last batch of the last segment is Corruption, not a torn tail") {
+  TempDir dir;
+  auto sizes = Fill(dir.path(), 4, LogConfig{});
+  std::string path = dir / SegName(0, ".log");
+  std::string data = Slurp(path);
+  data[data.size() - 3] ^= 0x01;
+  WriteBytes(path, data);
+  auto log = Reopen(dir.path(), LogConfig{});
+  REQUIRE(!log.ok());
+  CHECK(log.status().IsCorruption());
+  CHECK(log.status().message().find(
+            "position " + std::to_string(sizes[0] + sizes[1] + sizes[2])) != std::string::npos);
+}
+
+TEST_CASE("a partial batch at the end of a segment that is not the last is Corruption") {
+  TempDir dir;
+  Fill(dir.path(), 40);
+  std::string path = dir / SegName(0, ".log");
+  std::string data = Slurp(path);
+  WriteBytes(path, std::string_view(data).substr(0, data.size() - 5));
+  auto log = Reopen(dir.path(), Cfg());
+  REQUIRE(!log.ok());
+  CHECK(log.status().IsCorruption());
+  CHECK(log.status().message().find(path) != std::string::npos);
+}
+
+TEST_CASE("a missing or truncated index is rebuilt and lookups stay correct") {
+  TempDir dir;
+  Fill(dir.path(), 40);
+  std::string idx0 = dir / SegName(0, ".index");
+  const std::string good = Slurp(idx0);
+  REQUIRE(good.size() >= 16);
+
+  SUBCASE("missing, clean shutdown") {
+    REQUIRE(RemoveFile(idx0).ok());
+    REQUIRE(RemoveFile(dir / SegName(0, ".timeindex")).ok());
+    auto log = Reopen(dir.path(), Cfg(), true, 80);
+    REQUIRE(log.ok());
+    CheckLookups(**log);
+    CHECK(Slurp(idx0) == good);
+  }
+  SUBCASE("cut mid-entry, clean shutdown") {
+    WriteBytes(idx0, std::string_view(good).substr(0, good.size() - 3));
+    auto log = Reopen(dir.path(), Cfg(), true, 80);
+    REQUIRE(log.ok());
+    CheckLookups(**log);
+    CHECK(Slurp(idx0) == good);
+  }
+  SUBCASE("garbage entries, unclean shutdown") {
+    WriteBytes(idx0, std::string(good.size(), '\x7f'));
+    auto log = Reopen(dir.path(), Cfg());
+    REQUIRE(log.ok());
+    CheckLookups(**log);
+    CHECK(Slurp(idx0) == good);
+  }
+  SUBCASE("read-only: rebuilt in memory, files untouched") {
+    REQUIRE(RemoveFile(idx0).ok());
+    auto log = Reopen(dir.path(), Cfg(), false, 0, true);
+    REQUIRE(log.ok());
+    CheckLookups(**log);
+    CHECK(!PathExists(idx0));
+  }
+}
+
+TEST_CASE("a crash between the log write and the index write loses nothing") {
+  TempDir dir;
+  LogConfig cfg;
+  cfg.index_interval_bytes = 100;
+  Fill(dir.path(), 20, cfg);
+  std::string logp = dir / SegName(0, ".log");
+  std::string idxp = dir / SegName(0, ".index");
+  std::string idx = Slurp(idxp);
+  // Simulate: more batches reached the .log, their index entries never did.
+  {
+    auto log = Reopen(dir.path(), cfg, true, 40);
+    REQUIRE(log.ok());
+    for (int i = 0; i < 20; ++i) {
+      std::string b = MakeBatch(2, 30);
+      REQUIRE((*log)->Append(&b).ok());
+    }
+    REQUIRE((*log)->Close().ok());
+  }
+  std::string full_idx = Slurp(idxp);
+  REQUIRE(full_idx.size() > idx.size());
+  WriteBytes(idxp, idx);
+  for (bool clean : {false, true}) {
+    auto log = Reopen(dir.path(), cfg, clean, clean ? 80 : 0);
+    REQUIRE(log.ok());
+    CHECK((*log)->log_end_offset() == Offset(80));
+    CheckLookups(**log);
+    REQUIRE((*log)->Close().ok());
+    CHECK(Slurp(idxp) == full_idx);
+    WriteBytes(idxp, idx);
+  }
+}
+
+TEST_CASE("a full disk fails the append with NoSpace and leaves a valid, usable log") {
+  TempDir dir;
+  LogConfig cfg;
+  cfg.index_interval_bytes = 50;
+  auto log = PartitionLog::Open(dir.path(), cfg, {});
+  REQUIRE(log.ok());
+  for (int i = 0; i < 5; ++i) {
+    std::string b = MakeBatch(2, 40);
+    REQUIRE((*log)->Append(&b).ok());
+  }
+  const std::string before = ReadEverything(**log);
+  const std::string logp = dir / SegName(0, ".log");
+  std::string b = MakeBatch(2, 40);
+  for (int64_t budget : {int64_t{0}, int64_t{1}, int64_t{30}, static_cast<int64_t>(b.size()) - 1}) {
+    CAPTURE(budget);
+    SetWriteBudgetForTesting(budget);
+    std::string copy = b;
+    auto r = (*log)->Append(&copy);
+    SetWriteBudgetForTesting(-1);
+    REQUIRE(!r.ok());
+    CHECK(r.status().IsNoSpace());
+    CHECK((*log)->log_end_offset() == Offset(10));
+    CHECK(ReadEverything(**log) == before);
+    CHECK(Slurp(logp) == before);
+  }
+  // Space is back: appends work and land at the right offsets.
+  std::string again = MakeBatch(2, 40);
+  auto r = (*log)->Append(&again);
+  REQUIRE(r.ok());
+  CHECK(r->base_offset == Offset(10));
+  // A flush that cannot write the pending index entries fails and keeps the recovery point.
+  Offset rp = (*log)->recovery_point();
+  SetWriteBudgetForTesting(0);
+  Status fs = (*log)->Flush();
+  SetWriteBudgetForTesting(-1);
+  CHECK(fs.IsNoSpace());
+  CHECK((*log)->recovery_point() == rp);
+  CheckLookups(**log);
+  REQUIRE((*log)->Close().ok());
+  auto reopened = Reopen(dir.path(), cfg);
+  REQUIRE(reopened.ok());
+  CHECK((*reopened)->log_end_offset() == Offset(12));
+  CheckLookups(**reopened);
+}
+
+TEST_CASE("a read-only open never writes, even over a torn tail") {
+  TempDir dir;
+  Fill(dir.path(), 6, LogConfig{});
+  std::string path = dir / SegName(0, ".log");
+  std::string data = Slurp(path);
+  WriteBytes(path, std::string_view(data).substr(0, data.size() - 7));
+  REQUIRE(RemoveFile(dir / SegName(0, ".index")).ok());
+  auto log = Reopen(dir.path(), LogConfig{}, false, 0, true);
+  REQUIRE(log.ok());
+  CHECK((*log)->log_end_offset() == Offset(10));
+  CHECK(Slurp(path).size() == data.size() - 7);
+  CHECK(!PathExists(dir / SegName(0, ".index")));
+  std::string b = MakeBatch(1);
+  CHECK(!(*log)->Append(&b).ok());
+}
+
+TEST_CASE("orphan index files without a log are removed on a writable open") {
+  TempDir dir;
+  Fill(dir.path(), 3, LogConfig{});
+  WriteBytes(dir / SegName(500, ".index"), std::string(8, '\0'));
+  auto log = Reopen(dir.path(), LogConfig{});
+  REQUIRE(log.ok());
+  CHECK(!PathExists(dir / SegName(500, ".index")));
+  CHECK((*log)->log_end_offset() == Offset(6));
+}
+
+TEST_CASE("offsets going backwards inside a segment are Corruption") {
+  TempDir dir;
+  BatchSpec s;
+  s.base_offset = 0;
+  s.records = 3;
+  std::string data = MakeBatch(s);
+  s.base_offset = 2;  // overlaps the first batch
+  data += MakeBatch(s);
+  s.base_offset = 5;
+  data += MakeBatch(s);
+  WriteBytes(dir / SegName(0, ".log"), data);
+  auto log = Reopen(dir.path(), LogConfig{});
+  REQUIRE(!log.ok());
+  CHECK(log.status().IsCorruption());
+  CHECK(log.status().message().find("position " + std::to_string(MakeBatch(s).size())) !=
+        std::string::npos);
+}
+
+TEST_CASE("a segment overlapping the one before it is Corruption") {
+  TempDir dir;
+  BatchSpec s;
+  s.records = 5;
+  WriteBytes(dir / SegName(0, ".log"), MakeBatch(s));
+  s.base_offset = 3;
+  WriteBytes(dir / SegName(3, ".log"), MakeBatch(s));
+  auto log = Reopen(dir.path(), LogConfig{});
+  REQUIRE(!log.ok());
+  CHECK(log.status().IsCorruption());
+  CHECK(log.status().message().find(SegName(3, ".log")) != std::string::npos);
+}
