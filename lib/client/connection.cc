@@ -26,6 +26,12 @@ using protocol::ApiKey;
 constexpr std::pair<int16_t, int16_t> kDeleteGroupsRange{0, 1};
 constexpr std::pair<int16_t, int16_t> kIncrementalAlterConfigsRange{0, 0};
 
+std::string ApiDisplayName(ApiKey key) {
+  if (key == ApiKey::kDeleteGroups) return "DeleteGroups";
+  if (key == ApiKey::kIncrementalAlterConfigs) return "IncrementalAlterConfigs";
+  return protocol::ApiName(static_cast<int16_t>(key));
+}
+
 int64_t Deadline(int timeout_ms) { return MonotonicMs() + timeout_ms; }
 
 // Waits until `fd` is ready for `events` or the deadline passes.
@@ -209,8 +215,7 @@ Result<int16_t> Connection::RequireVersion(ApiKey key) const {
   int16_t v = Version(key);
   if (v < 0)
     return Status::Unsupported("broker " + hp_.ToString() + " does not support " +
-                               protocol::ApiName(static_cast<int16_t>(key)) +
-                               " in a version silt speaks");
+                               ApiDisplayName(key) + " in a version silt speaks");
   return v;
 }
 
