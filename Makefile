@@ -42,7 +42,7 @@ run: build
 	sh scripts/run.sh $(BUILD)/silt
 
 bench-deps: deps
-	@SILT_EXTRA_PKGS="hyperfine redis-server redis-tools fio" sh scripts/deps.sh
+	@SILT_EXTRA_PKGS="hyperfine redis-server redis-tools fio time lz4 zstd" sh scripts/deps.sh
 
 bench: build bench-deps
 	sh bench/run.sh $(BUILD)

@@ -11,6 +11,7 @@
 // DIR defaults to $TMPDIR/silt-storage-bench, else ./storage-bench-data (under the build tree
 // when run from it). Each measurement is the best of R rounds (default 2).
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -102,100 +103,88 @@ void DropCache(const std::string& path) {
   ::close(fd);
 }
 
-struct Run {
-  double seconds = 0;
-  double sync_seconds = 0;  // a final fdatasync, on top
-};
+// Raw side: one file written with write(2) and read with read(2), 1 MiB at a time.
+struct RawFile {
+  int fd = -1;
+  std::string buf = std::string(static_cast<size_t>(kReadChunk), '\0');
+  uint64_t sink = 0;
 
-Run RawWrite(const std::string& path, const std::vector<std::string>& pool, int64_t batches) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) Die("open " + path + ": " + std::strerror(errno));
-  Run r;
-  double t0 = Now();
-  for (int64_t i = 0; i < batches; ++i) {
-    const std::string& b = pool[static_cast<size_t>(i) % pool.size()];
+  void Write(const std::string& b) {
     if (::write(fd, b.data(), b.size()) != static_cast<ssize_t>(b.size()))
       Die("write: " + std::string(std::strerror(errno)));
   }
-  double t1 = Now();
-  ::fdatasync(fd);
-  r.seconds = t1 - t0;
-  r.sync_seconds = Now() - t1;
-  ::close(fd);
-  return r;
-}
-
-Run LogAppend(const std::string& dir, std::vector<std::string>* pool, int64_t batches) {
-  (void)RemoveAll(dir);
-  storage::LogConfig cfg;
-  auto log = storage::PartitionLog::Open(dir, cfg, {});
-  if (!log.ok()) Die(log.status().ToString());
-  Run r;
-  double t0 = Now();
-  for (int64_t i = 0; i < batches; ++i) {
-    std::string* b = &(*pool)[static_cast<size_t>(i) % pool->size()];
-    auto a = (*log)->Append(b);
-    if (!a.ok()) Die(a.status().ToString());
-  }
-  double t1 = Now();
-  Status s = (*log)->Flush();
-  if (!s.ok()) Die(s.ToString());
-  r.seconds = t1 - t0;
-  r.sync_seconds = Now() - t1;
-  s = (*log)->Close();
-  if (!s.ok()) Die(s.ToString());
-  return r;
-}
-
-double RawRead(const std::string& path, int64_t expect) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) Die("open " + path);
-  std::string buf(static_cast<size_t>(kReadChunk), '\0');
-  int64_t total = 0;
-  uint64_t sink = 0;
-  double t0 = Now();
-  while (true) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) Die("read");
-    if (n == 0) break;
-    total += n;
-    sink += static_cast<unsigned char>(buf[0]);
-  }
-  double t = Now() - t0;
-  ::close(fd);
-  if (total != expect) Die("raw read " + std::to_string(total) + " bytes");
-  if (sink == 1) std::printf(" ");
-  return t;
-}
-
-// Reads the whole log by offset. copy=false: pread of each slice into one reused buffer
-// (standing in for sendfile); copy=true: ReadAll(), a fresh buffer each time.
-double LogRead(const storage::PartitionLog& log, int64_t expect, bool copy) {
-  std::string buf(static_cast<size_t>(kReadChunk) + 64 * 1024, '\0');
-  int64_t total = 0;
-  Offset next = log.log_start_offset();
-  Offset end = log.log_end_offset();
-  double t0 = Now();
-  while (next < end) {
-    auto r = log.Read(next, kReadChunk, Offset(INT64_MAX));
-    if (!r.ok()) Die(r.status().ToString());
-    if (copy) {
-      auto bytes = r->ReadAll();
-      if (!bytes.ok()) Die(bytes.status().ToString());
-      total += static_cast<int64_t>(bytes->size());
-    } else {
-      for (const storage::FileSlice& s : r->slices) {
-        if (static_cast<size_t>(s.length) > buf.size()) buf.resize(static_cast<size_t>(s.length));
-        ssize_t n = ::pread(s.file->fd(), buf.data(), static_cast<size_t>(s.length), s.position);
-        if (n != s.length) Die("short pread");
-        total += n;
-      }
+  // Reads `want` bytes (or to EOF); returns the bytes read.
+  int64_t Read(int64_t want) {
+    int64_t got = 0;
+    while (got < want) {
+      ssize_t n = ::read(fd, buf.data(), buf.size());
+      if (n < 0) Die("read");
+      if (n == 0) break;
+      got += n;
+      sink += static_cast<unsigned char>(buf[0]);
     }
-    next = r->next_offset;
+    return got;
   }
-  double t = Now() - t0;
-  if (total != expect) Die("log read " + std::to_string(total) + " bytes");
-  return t;
+};
+
+// Log side: reads by offset, 1 MiB requests. copy=false preads each slice into one reused
+// buffer (standing in for sendfile); copy=true uses ReadAll(), a fresh buffer each time.
+struct LogReader {
+  const storage::PartitionLog* log;
+  bool copy;
+  Offset next;
+  std::string buf = std::string(static_cast<size_t>(kReadChunk) + 64 * 1024, '\0');
+
+  int64_t Read(int64_t want) {
+    int64_t got = 0;
+    Offset end = log->log_end_offset();
+    while (got < want && next < end) {
+      auto r = log->Read(next, kReadChunk, Offset(INT64_MAX));
+      if (!r.ok()) Die(r.status().ToString());
+      if (copy) {
+        auto bytes = r->ReadAll();
+        if (!bytes.ok()) Die(bytes.status().ToString());
+        got += static_cast<int64_t>(bytes->size());
+      } else {
+        for (const storage::FileSlice& s : r->slices) {
+          if (static_cast<size_t>(s.length) > buf.size()) buf.resize(static_cast<size_t>(s.length));
+          ssize_t n = ::pread(s.file->fd(), buf.data(), static_cast<size_t>(s.length), s.position);
+          if (n != s.length) Die("short pread");
+          got += n;
+        }
+      }
+      next = r->next_offset;
+    }
+    return got;
+  }
+};
+
+double ThreadCpu() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// CPU seconds (user + system) of the last Interleave, per side: unlike wall time, not skewed
+// by other processes or by dirty-page throttling.
+double g_cpu_a = 0, g_cpu_b = 0;
+
+// Runs `a` and `b` over `sections` sections, alternating which goes first so that load from
+// elsewhere on the machine and writeback fall on both alike; returns their total seconds.
+template <typename A, typename B>
+std::pair<double, double> Interleave(int64_t sections, A a, B b) {
+  double ta = 0, tb = 0;
+  g_cpu_a = g_cpu_b = 0;
+  for (int64_t s = 0; s < sections; ++s) {
+    for (int k = 0; k < 2; ++k) {
+      bool run_a = (k == 0) == (s % 2 == 0);
+      double t0 = Now(), c0 = ThreadCpu();
+      if (run_a) a(s); else b(s);
+      (run_a ? ta : tb) += Now() - t0;
+      (run_a ? g_cpu_a : g_cpu_b) += ThreadCpu() - c0;
+    }
+  }
+  return {ta, tb};
 }
 
 }  // namespace
@@ -236,34 +225,59 @@ int main(int argc, char** argv) {
               kRecordBytes, dir.c_str());
 
   // ---- append ----
-  Run raw_best{1e30, 0}, log_best{1e30, 0};
+  constexpr int64_t kSectionBatches = 2048;  // 32 MiB
+  const int64_t sections = (batches + kSectionBatches - 1) / kSectionBatches;
+  double raw_w = 1e30, log_w = 1e30, raw_sync = 0, log_sync = 0, raw_cpu = 0, log_cpu = 0;
   for (int r = 0; r < rounds; ++r) {
-    // Alternate who goes first, so that neither always runs behind the other's writeback.
-    (void)RemoveFile(raw_path);
-    Run raw, lg;
-    if (r % 2 == 0) {
-      raw = RawWrite(raw_path, pool, batches);
-      lg = LogAppend(log_dir, &pool, batches);
-    } else {
-      lg = LogAppend(log_dir, &pool, batches);
-      raw = RawWrite(raw_path, pool, batches);
+    (void)RemoveAll(log_dir);
+    RawFile raw;
+    raw.fd = ::open(raw_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (raw.fd < 0) Die("open " + raw_path);
+    auto log = storage::PartitionLog::Open(log_dir, storage::LogConfig{}, {});
+    if (!log.ok()) Die(log.status().ToString());
+    auto [tr, tl] = Interleave(
+        sections,
+        [&](int64_t s) {
+          for (int64_t i = s * kSectionBatches; i < std::min(batches, (s + 1) * kSectionBatches); ++i)
+            raw.Write(pool[static_cast<size_t>(i) % pool.size()]);
+        },
+        [&](int64_t s) {
+          for (int64_t i = s * kSectionBatches; i < std::min(batches, (s + 1) * kSectionBatches); ++i) {
+            auto a = (*log)->Append(&pool[static_cast<size_t>(i) % pool.size()]);
+            if (!a.ok()) Die(a.status().ToString());
+          }
+        });
+    const double cpu_raw = g_cpu_a, cpu_log = g_cpu_b;
+    double t0 = Now();
+    ::fdatasync(raw.fd);
+    double t1 = Now();
+    Status st = (*log)->Flush();
+    if (!st.ok()) Die(st.ToString());
+    double t2 = Now();
+    st = (*log)->Close();
+    if (!st.ok()) Die(st.ToString());
+    ::close(raw.fd);
+    if (tr + tl < raw_w + log_w) {
+      raw_w = tr;
+      log_w = tl;
+      raw_sync = t1 - t0;
+      log_sync = t2 - t1;
+      raw_cpu = cpu_raw;
+      log_cpu = cpu_log;
     }
-    if (raw.seconds < raw_best.seconds) raw_best = raw;
-    if (lg.seconds < log_best.seconds) log_best = lg;
   }
-  std::printf("\nappend (page cache; best of %d)\n", rounds);
-  std::printf("  raw write(2)          %8.0f MB/s   (+ fdatasync: %8.0f MB/s)\n",
-              mb / raw_best.seconds, mb / (raw_best.seconds + raw_best.sync_seconds));
-  std::printf("  PartitionLog::Append  %8.0f MB/s   (+ Flush:     %8.0f MB/s)\n",
-              mb / log_best.seconds, mb / (log_best.seconds + log_best.sync_seconds));
-  std::printf("  ratio                 %8.2fx        (with sync:   %8.2fx)\n",
-              raw_best.seconds / log_best.seconds,
-              (raw_best.seconds + raw_best.sync_seconds) /
-                  (log_best.seconds + log_best.sync_seconds));
+  std::printf("\nappend, interleaved in 32 MiB sections (page cache; best of %d)\n", rounds);
+  std::printf("  raw write(2)          %8.0f MB/s   (+ fdatasync: %8.0f MB/s)\n", mb / raw_w,
+              mb / (raw_w + raw_sync));
+  std::printf("  PartitionLog::Append  %8.0f MB/s   (+ Flush:     %8.0f MB/s)\n", mb / log_w,
+              mb / (log_w + log_sync));
+  std::printf("  ratio                 %8.2fx        (with sync:   %8.2fx)\n", raw_w / log_w,
+              (raw_w + raw_sync) / (log_w + log_sync));
+  std::printf("  CPU per GB written: raw %.2f s, log %.2f s (ratio %.2fx)\n", raw_cpu * 1e3 / mb,
+              log_cpu * 1e3 / mb, raw_cpu / log_cpu);
   std::printf("  appends/s             %8.0f        records/s: %.0f\n",
-              static_cast<double>(batches) / log_best.seconds,
-              static_cast<double>(batches) * ((kBatchBytes - 61) / kRecordBytes) /
-                  log_best.seconds);
+              static_cast<double>(batches) / log_w,
+              static_cast<double>(batches) * ((kBatchBytes - 61) / kRecordBytes) / log_w);
 
   // ---- read ----
   storage::PartitionLog::OpenOptions ro;
@@ -273,35 +287,62 @@ int main(int argc, char** argv) {
   if (!log.ok()) Die(log.status().ToString());
   if ((*log)->size_bytes() != total) Die("log holds " + std::to_string((*log)->size_bytes()));
   std::vector<std::string> log_files;
-  for (const auto& s : (*log)->Segments()) log_files.push_back(s.log_path);
+  for (const auto& seg : (*log)->Segments()) log_files.push_back(seg.log_path);
+  const int64_t section_bytes = kSectionBatches * batch_size;
 
-  double raw_hot = 1e30, log_hot = 1e30, copy_hot = 1e30, raw_cold = 1e30, log_cold = 1e30;
-  for (int r = 0; r < rounds; ++r) {
-    raw_hot = std::min(raw_hot, RawRead(raw_path, total));
-    log_hot = std::min(log_hot, LogRead(**log, total, false));
-    copy_hot = std::min(copy_hot, LogRead(**log, total, true));
-  }
-  for (int r = 0; r < rounds; ++r) {
-    DropCache(raw_path);
-    for (const auto& f : log_files) DropCache(f);
-    if (r % 2 == 0) {
-      raw_cold = std::min(raw_cold, RawRead(raw_path, total));
-      log_cold = std::min(log_cold, LogRead(**log, total, false));
-    } else {
-      log_cold = std::min(log_cold, LogRead(**log, total, false));
-      raw_cold = std::min(raw_cold, RawRead(raw_path, total));
+  // One full pass of raw read vs log read, interleaved; returns {raw seconds, log seconds}.
+  std::pair<double, double> t_cpu;
+  auto pass = [&](bool copy, bool cold) {
+    if (cold) {
+      DropCache(raw_path);
+      for (const auto& f : log_files) DropCache(f);
     }
-  }
-  std::printf("\nread by offset, %lld-byte requests (best of %d)\n",
+    RawFile raw;
+    raw.fd = ::open(raw_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (raw.fd < 0) Die("open " + raw_path);
+    LogReader lr{log->get(), copy, (*log)->log_start_offset()};
+    int64_t raw_got = 0, log_got = 0;
+    auto t = Interleave(
+        sections, [&](int64_t) { raw_got += raw.Read(section_bytes); },
+        [&](int64_t) { log_got += lr.Read(section_bytes); });
+    t_cpu = {g_cpu_a, g_cpu_b};
+    ::close(raw.fd);
+    if (raw_got != total || log_got != total)
+      Die("read " + std::to_string(raw_got) + " / " + std::to_string(log_got) + " bytes");
+    return t;
+  };
+  std::pair<double, double> best_cpu;
+  auto best_of = [&](bool copy, bool cold) {
+    std::pair<double, double> b{1e30, 1e30};
+    for (int r = 0; r < rounds; ++r) {
+      auto t = pass(copy, cold);
+      if (t.first + t.second < b.first + b.second) {
+        b = t;
+        best_cpu = t_cpu;
+      }
+    }
+    return b;
+  };
+  auto hot = best_of(false, false);
+  auto hot_cpu = best_cpu;
+  auto copy = best_of(true, false);
+  auto copy_cpu = best_cpu;
+  auto cold = best_of(false, true);
+  std::printf("\nread by offset, %lld-byte requests, interleaved with raw read(2) (best of %d)\n",
               static_cast<long long>(kReadChunk), rounds);
-  std::printf("  page cache: raw read(2)            %8.0f MB/s\n", mb / raw_hot);
-  std::printf("  page cache: Read + pread slices    %8.0f MB/s   ratio %.2fx\n", mb / log_hot,
-              raw_hot / log_hot);
-  std::printf("  page cache: Read + ReadAll (copy)  %8.0f MB/s   ratio %.2fx\n", mb / copy_hot,
-              raw_hot / copy_hot);
-  std::printf("  after FADV_DONTNEED: raw read(2)   %8.0f MB/s\n", mb / raw_cold);
-  std::printf("  after FADV_DONTNEED: Read + pread  %8.0f MB/s   ratio %.2fx\n", mb / log_cold,
-              raw_cold / log_cold);
+  std::printf("  page cache: raw read(2)            %8.0f MB/s\n", mb / hot.first);
+  std::printf("  page cache: Read + pread slices    %8.0f MB/s   ratio %.2fx\n", mb / hot.second,
+              hot.first / hot.second);
+  std::printf("    CPU per GB: raw %.2f s, log %.2f s (ratio %.2fx)\n", hot_cpu.first * 1e3 / mb,
+              hot_cpu.second * 1e3 / mb, hot_cpu.first / hot_cpu.second);
+  std::printf("  page cache: raw read(2)            %8.0f MB/s\n", mb / copy.first);
+  std::printf("  page cache: Read + ReadAll (copy)  %8.0f MB/s   ratio %.2fx\n", mb / copy.second,
+              copy.first / copy.second);
+  std::printf("    CPU per GB: raw %.2f s, log %.2f s (ratio %.2fx)\n", copy_cpu.first * 1e3 / mb,
+              copy_cpu.second * 1e3 / mb, copy_cpu.first / copy_cpu.second);
+  std::printf("  after FADV_DONTNEED: raw read(2)   %8.0f MB/s\n", mb / cold.first);
+  std::printf("  after FADV_DONTNEED: Read + pread  %8.0f MB/s   ratio %.2fx\n", mb / cold.second,
+              cold.first / cold.second);
   std::printf("  (FADV_DONTNEED evicts clean pages of these files only; a hypervisor cache below\n"
               "   the VM may still serve them)\n");
 

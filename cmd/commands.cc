@@ -4,10 +4,12 @@ namespace silt::cmd {
 
 RunFn RegisterCompletion(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g);
+RunFn RegisterDumpSegment(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterProduce(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterServe(CLI::App* sub, GlobalOptions* g);
+RunFn RegisterVerifyCrc(CLI::App* sub, GlobalOptions* g);
 
 namespace {
 const CommandInfo kCommands[] = {
@@ -15,6 +17,10 @@ const CommandInfo kCommands[] = {
     {"consume", "print a topic's records, or follow it like tail -f", RegisterConsume},
     {"topic", "create, list, describe, delete topics and change their configs", RegisterTopic},
     {"group", "list, describe, reset and delete consumer-group positions", RegisterGroup},
+    {"dump-segment", "print the batches, records and index entries of segment files",
+     RegisterDumpSegment},
+    {"verify-crc", "check (and with --repair, fix) segment files, partitions or data dirs",
+     RegisterVerifyCrc},
     {"completion", "print a shell completion script (bash, zsh or fish)", RegisterCompletion},
     {"serve", "run a broker that speaks the Kafka protocol", RegisterServe},
 };

@@ -89,8 +89,8 @@ Status LocalProducer::Send(std::optional<std::string_view> key,
                             std::to_string(max_message_bytes_) + ")");
   int32_t p = options_.partition >= 0 ? options_.partition : partitioner_.Choose(key);
   Slot& s = slots_[static_cast<size_t>(p)];
-  // Upper bound of the encoded record: deltas at their widest.
-  size_t bound = alone + 2 * kMaxVarint64Bytes;
+  // Upper bound of the record's encoded size in a shared batch: deltas at their widest.
+  size_t bound = alone - format::kBatchHeaderSize + 2 * kMaxVarint64Bytes;
   if (s.builder && !s.builder->empty() &&
       static_cast<int64_t>(format::kBatchHeaderSize + s.bytes + bound) > max_message_bytes_) {
     SILT_TRY(SendBatch(p));

@@ -9,6 +9,13 @@
 #include "format/record_batch.h"
 
 namespace silt::client {
+namespace {
+// Appends a string literal without measuring it at run time.
+template <size_t N>
+inline void Lit(std::string* out, const char (&s)[N]) {
+  out->append(s, N - 1);
+}
+}  // namespace
 
 bool IsValidUtf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
@@ -117,18 +124,29 @@ void AppendJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
   size_t run = 0;  // start of the pending run of bytes that need no escaping
   for (size_t i = 0; i < s.size(); ++i) {
+    // Skip eight bytes at a time while none is a control character, '"' or '\\'.
+    while (i + 8 <= s.size()) {
+      uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+      auto has_zero = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
+      uint64_t below_space = (w - 0x2020202020202020ULL) & ~w & kHigh;
+      if (below_space | has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\'))) break;
+      i += 8;
+    }
+    if (i >= s.size()) break;
     unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out->append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\t': out->append("\\t"); break;
-      case '\r': out->append("\\r"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
+      case '"': Lit(out, "\\\""); break;
+      case '\\': Lit(out, "\\\\"); break;
+      case '\n': Lit(out, "\\n"); break;
+      case '\t': Lit(out, "\\t"); break;
+      case '\r': Lit(out, "\\r"); break;
+      case '\b': Lit(out, "\\b"); break;
+      case '\f': Lit(out, "\\f"); break;
       default: {
         char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
         out->append(esc, 6);
@@ -141,13 +159,13 @@ void AppendJsonString(std::string_view s, std::string* out) {
 
 void AppendJsonBytes(std::optional<std::string_view> s, std::string* out) {
   if (!s) {
-    out->append("null");
+    Lit(out, "null");
   } else if (IsValidUtf8(*s)) {
     AppendJsonString(*s, out);
   } else {
-    out->append("{\"base64\":\"");
+    Lit(out, "{\"base64\":\"");
     Base64Encode(*s, out);
-    out->append("\"}");
+    Lit(out, "\"}");
   }
 }
 
@@ -224,30 +242,30 @@ void RecordFormatter::Append(std::string_view topic, int32_t partition,
       out->push_back('\n');
       return;
     case Kind::kJson: {
-      out->append("{\"topic\":");
+      Lit(out, "{\"topic\":");
       AppendJsonString(topic, out);
-      out->append(",\"partition\":");
+      Lit(out, ",\"partition\":");
       AppendInt(partition, out);
-      out->append(",\"offset\":");
+      Lit(out, ",\"offset\":");
       AppendInt(r.offset, out);
-      out->append(",\"timestamp\":");
+      Lit(out, ",\"timestamp\":");
       AppendInt(r.timestamp, out);
-      out->append(",\"key\":");
+      Lit(out, ",\"key\":");
       AppendJsonBytes(Opt(r.key_null, r.key), out);
-      out->append(",\"value\":");
+      Lit(out, ",\"value\":");
       AppendJsonBytes(Opt(r.value_null, r.value), out);
-      out->append(",\"headers\":[");
+      Lit(out, ",\"headers\":[");
       bool first = true;
       for (const auto& [k, v] : r.headers) {
         if (!first) out->push_back(',');
         first = false;
-        out->append("{\"key\":");
+        Lit(out, "{\"key\":");
         AppendJsonBytes(k, out);
-        out->append(",\"value\":");
+        Lit(out, ",\"value\":");
         AppendJsonBytes(v, out);
         out->push_back('}');
       }
-      out->append("]}\n");
+      Lit(out, "]}\n");
       return;
     }
     case Kind::kTemplate:

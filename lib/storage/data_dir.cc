@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "format/layout.h"
 
@@ -307,12 +308,16 @@ struct DataDir::Impl {
 
   // Checkpoints the open logs' current offsets. mu held.
   Status WriteCheckpointsLocked() {
+    // Ask the logs first: their hooks take checkpoint_mu while holding their own locks.
+    std::vector<std::tuple<PartitionKey, int64_t, int64_t>> now;
+    for (const auto& [k, log] : logs)
+      now.emplace_back(k, log->recovery_point().value(), log->log_start_offset().value());
     std::lock_guard c(checkpoint_mu);
     topics_snapshot.clear();
     for (const auto& [n, t] : topics) topics_snapshot.insert(n);
-    for (const auto& [k, log] : logs) {
-      recovery_points[k] = log->recovery_point().value();
-      log_starts[k] = log->log_start_offset().value();
+    for (const auto& [k, rp, ls] : now) {
+      recovery_points[k] = rp;
+      log_starts[k] = ls;
     }
     return WriteCheckpointFiles();
   }
@@ -431,6 +436,7 @@ Result<TopicInfo> DataDir::CreateTopic(const std::string& name, int32_t partitio
   Impl& im = *impl_;
   SILT_TRY(im.CheckWritable());
   SILT_TRY(ValidateTopicName(name));
+  if (partitions == -1) partitions = im.options.default_partitions;
   if (partitions < 1 || partitions > kMaxPartitions)
     return Status::InvalidArgument("partitions must be in [1, " +
                                    std::to_string(kMaxPartitions) + "], got " +

@@ -63,6 +63,7 @@ class DataDir {
   std::vector<TopicInfo> ListTopics() const;
   Result<TopicInfo> GetTopic(const std::string& name) const;
   // Validates the name (Kafka's rules: [a-zA-Z0-9._-], 1..249, not "." or "..") and configs.
+  // partitions = -1 means Options::default_partitions (as CreateTopics' numPartitions -1).
   Result<TopicInfo> CreateTopic(const std::string& name, int32_t partitions,
                                 const std::map<std::string, std::string>& configs);
   Status DeleteTopic(const std::string& name);

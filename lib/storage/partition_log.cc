@@ -663,9 +663,11 @@ Status PartitionLog::AdvanceLogStart(Offset offset) {
     changed = true;
   }
   if (changed) SILT_TRY(im.WriteEpochsLocked());
+  const int64_t new_start = im.log_start.value();
+  ul.unlock();
   if (s.ok() && im.checkpoint_hook) {
     int64_t rp = std::min(im.checkpointed_rp, im.recovery_point.load());
-    s = im.checkpoint_hook(std::max(rp, offset.value()), im.log_start.value());
+    s = im.checkpoint_hook(std::max(rp, offset.value()), new_start);
   }
   return s;
 }
@@ -676,14 +678,17 @@ Result<int> PartitionLog::ApplyRetention() {
   std::lock_guard l(im.append_mu);
   std::unique_lock ul(im.mu);
   const int64_t now = NowMs().value();
+  // Time and size retention apply to cleanup.policy delete (alone or with compact) only.
+  const bool deletes = im.config.cleanup_policy.find("delete") != std::string::npos;
   int64_t total = 0;
   for (const auto& s : im.segments) total += s->size();
-  int64_t excess = im.config.retention_bytes >= 0 ? total - im.config.retention_bytes : -1;
+  int64_t excess =
+      deletes && im.config.retention_bytes >= 0 ? total - im.config.retention_bytes : -1;
   size_t n = 0;
   while (n + 1 < im.segments.size()) {
     const auto& s = im.segments[n];
     bool below_start = s->next_offset() <= im.log_start;
-    bool expired = im.config.retention_ms >= 0 &&
+    bool expired = deletes && im.config.retention_ms >= 0 &&
                    now - s->LargestTimestampOrMtime() > im.config.retention_ms;
     bool over = excess >= 0 && excess - s->size() >= 0;
     if (!below_start && !expired && !over) break;

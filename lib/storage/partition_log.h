@@ -81,12 +81,16 @@ class PartitionLog {
   ~PartitionLog();
 
   // Appends one producer batch that the caller has validated. Patches baseOffset (and
-  // partitionLeaderEpoch when `leader_epoch` >= 0, and maxTimestamp for LogAppendTime) in
+  // partitionLeaderEpoch when `leader_epoch` >= 0, and maxTimestamp plus the timestampType bit
+  // for LogAppendTime — both inside the CRC, which is then recomputed, as Kafka does) in
   // `batch`; never recomputes the CRC otherwise. Rolls the segment first when needed.
+  // TooLarge above max.message.bytes.
   // On any failure nothing is appended: the log end is unchanged and partial bytes are cut.
   Result<AppendResult> Append(std::string* batch, int32_t leader_epoch = -1);
   // Appends batches that already carry their offsets (replication, replicate, repair): each
-  // base offset must be >= log end; gaps are allowed (compacted sources).
+  // base offset must be >= log end; gaps are allowed (compacted sources). Framing and CRC are
+  // checked first and nothing is written unless all pass. An empty log starts at the first
+  // batch's offset (log start moves there) instead of keeping a gap from its old end.
   Result<AppendResult> AppendWithOffsets(std::string_view batches);
 
   // Whole batches from the one containing `start` on, up to `max_bytes` (at least one batch when
@@ -113,11 +117,13 @@ class PartitionLog {
   Status MaybeFlush();
   // Starts a new active segment at the log end.
   Status Roll();
-  // Drops every record at or after `offset` (replication truncation).
+  // Drops every record at or after `offset` (replication truncation). A batch holding
+  // `offset` goes whole, so the log end becomes min(offset, that batch's base offset).
   Status TruncateTo(Offset offset);
   // Moves the log start forward to `offset` (delete-records); whole segments below go.
   Status AdvanceLogStart(Offset offset);
-  // Deletes closed segments past retention.ms / retention.bytes. Returns the count deleted.
+  // Deletes closed segments past retention.ms / retention.bytes (when cleanup.policy includes
+  // delete) and those wholly below the log start. Returns the count deleted.
   Result<int> ApplyRetention();
   // Flushes and closes; after this the object must not be used.
   Status Close();

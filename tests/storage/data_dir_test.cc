@@ -76,6 +76,7 @@ TEST_CASE("topic names follow Kafka's rules") {
   CHECK(clash.status().code() == Status::Code::kInvalidArgument);
   CHECK(clash.status().message().find("a.b") != std::string::npos);
   CHECK(dd->CreateTopic("x", 0, {}).status().code() == Status::Code::kInvalidArgument);
+  CHECK(dd->CreateTopic("x", -1, {})->partitions == 1);  // the default
   // A bad config value leaves no trace of the topic.
   auto bad_cfg = dd->CreateTopic("y", 1, {{"segment.bytes", "10"}});
   CHECK(bad_cfg.status().code() == Status::Code::kInvalidArgument);

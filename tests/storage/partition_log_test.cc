@@ -320,6 +320,21 @@ TEST_CASE("retention by bytes keeps the newest segments within retention.bytes")
   CHECK(log->ApplyRetention().value() == 0);
 }
 
+TEST_CASE("cleanup.policy=compact alone turns off time and size retention") {
+  TempDir dir;
+  LogConfig cfg = SmallConfig();
+  REQUIRE(cfg.Set("cleanup.policy", "compact").ok());
+  cfg.retention_bytes = 0;
+  cfg.retention_ms = 0;
+  auto log = OpenLog(dir.path(), cfg);
+  AppendBatches(log.get(), 40, 3, 20, 1);
+  REQUIRE(log->Segments().size() > 1);
+  CHECK(log->ApplyRetention().value() == 0);
+  REQUIRE(cfg.Set("cleanup.policy", "compact,delete").ok());
+  log->UpdateConfig(cfg);
+  CHECK(log->ApplyRetention().value() > 0);
+}
+
 TEST_CASE("a read result keeps a deleted segment's bytes readable") {
   TempDir dir;
   LogConfig cfg = SmallConfig();

@@ -238,6 +238,13 @@ TEST_CASE("a missing or truncated index is rebuilt and lookups stay correct") {
     CheckLookups(**log);
     CHECK(Slurp(idx0) == good);
   }
+  SUBCASE("zero-padded as Kafka preallocates it, clean shutdown") {
+    WriteBytes(idx0, good + std::string(4096, '\0'));
+    auto log = Reopen(dir.path(), Cfg(), true, 80);
+    REQUIRE(log.ok());
+    CheckLookups(**log);
+    CHECK(Slurp(idx0) == good);
+  }
   SUBCASE("read-only: rebuilt in memory, files untouched") {
     REQUIRE(RemoveFile(idx0).ok());
     auto log = Reopen(dir.path(), Cfg(), false, 0, true);
@@ -379,4 +386,56 @@ TEST_CASE("a segment overlapping the one before it is Corruption") {
   REQUIRE(!log.ok());
   CHECK(log.status().IsCorruption());
   CHECK(log.status().message().find(SegName(3, ".log")) != std::string::npos);
+}
+
+TEST_CASE("time lookups are the same after a clean reopen, an unclean one and a lost time index") {
+  TempDir dir;
+  LogConfig cfg = Cfg();
+  cfg.index_interval_bytes = 100;
+  {
+    auto log = PartitionLog::Open(dir.path(), cfg, {});
+    REQUIRE(log.ok());
+    for (int i = 0; i < 40; ++i) {
+      BatchSpec s;
+      s.records = 3;
+      s.base_timestamp = 50'000 + 100 * i;
+      s.timestamp_step = 7;
+      std::string b = MakeBatch(s);
+      REQUIRE((*log)->Append(&b).ok());
+    }
+    REQUIRE((*log)->Close().ok());
+  }
+  auto expected = [](int64_t ts) -> int64_t {
+    for (int i = 0; i < 40; ++i)
+      for (int r = 0; r < 3; ++r)
+        if (50'000 + 100 * i + 7 * r >= ts) return 3 * i + r;
+    return -1;
+  };
+  auto check_all = [&](const PartitionLog& log) {
+    for (int64_t ts = 49'990; ts < 54'020; ts += 13) {
+      CAPTURE(ts);
+      auto o = log.OffsetForTimestamp(ts);
+      if (expected(ts) < 0) {
+        CHECK(o.status().IsNotFound());
+      } else {
+        REQUIRE(o.ok());
+        CHECK(o->value() == expected(ts));
+      }
+    }
+  };
+  {
+    auto log = Reopen(dir.path(), cfg, true, 120);
+    REQUIRE(log.ok());
+    check_all(**log);
+  }
+  {
+    auto log = Reopen(dir.path(), cfg);
+    REQUIRE(log.ok());
+    check_all(**log);
+  }
+  for (const SegmentInfo& s : (*Reopen(dir.path(), cfg, true, 120))->Segments())
+    REQUIRE(RemoveFile(s.log_path.substr(0, s.log_path.size() - 4) + ".timeindex").ok());
+  auto log = Reopen(dir.path(), cfg, true, 120);
+  REQUIRE(log.ok());
+  check_all(**log);
 }

@@ -1,0 +1,74 @@
+#!/bin/bash
+# `silt produce -d` and `silt consume -d` on a file of ~180-byte access-log lines, against
+# `cat file | dd of=copy` (with fsync, as produce syncs) and `cat file > /dev/null`, in one run
+# on the same disk. Also: produce with lz4/zstd against the single-core codec rate of the same
+# bytes, and peak memory (max RSS) of each silt run.
+set -euo pipefail
+SILT=${SILT:?}
+DIR=${BENCH_DIR:-/tmp/silt-bench}/cli
+SIZE_MB=${BENCH_SIZE_MB:-1024}
+mkdir -p "$DIR"
+IN="$DIR/access-$SIZE_MB.log"
+
+if [ ! -f "$IN" ]; then
+  echo "generating $SIZE_MB MiB of access-log lines..." >&2
+  /usr/bin/python3 - "$IN" "$SIZE_MB" <<'PY'
+import random, sys
+path, mb = sys.argv[1], int(sys.argv[2])
+random.seed(7)
+paths = ["/", "/index.html", "/api/v1/orders", "/api/v1/users/42", "/static/app.js",
+         "/static/style.css", "/images/logo.png", "/search?q=kafka", "/login", "/health"]
+agents = ["Mozilla/5.0 (X11; Linux x86_64)", "curl/7.88.1", "Go-http-client/1.1",
+          "Mozilla/5.0 (Macintosh; Intel Mac OS X 13_4)"]
+lines = []
+for i in range(20000):
+    ip = "%d.%d.%d.%d" % (random.randint(1, 223), random.randint(0, 255), random.randint(0, 255), random.randint(1, 254))
+    lines.append('%s - - [29/Nov/2026:20:%02d:%02d +0000] "GET %s HTTP/1.1" %d %d "-" "%s"\n' % (
+        ip, random.randint(0, 59), random.randint(0, 59), random.choice(paths),
+        random.choice([200, 200, 200, 304, 404, 500]), random.randint(100, 90000), random.choice(agents)))
+block = "".join(lines).encode()
+target = mb * 1024 * 1024
+with open(path, "wb") as f:
+    written = 0
+    while written + len(block) <= target:
+        f.write(block); written += len(block)
+    f.write(block[: target - written].rsplit(b"\n", 1)[0] + b"\n")
+PY
+fi
+BYTES=$(stat -c %s "$IN")
+LINES=$(wc -l < "$IN")
+echo "input: $BYTES bytes, $LINES lines, $(( BYTES / LINES )) bytes/line"
+
+now() { date +%s.%N; }
+rate() { /usr/bin/python3 -c "import sys; print('%.0f' % ($BYTES / 1048576 / ($2 - $1)))" "" "$1" "$2"; }
+secs() { /usr/bin/python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$2"; }
+ratio() { /usr/bin/python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
+maxrss() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
+
+cat "$IN" > /dev/null  # warm the page cache for both sides alike
+
+# Baselines.
+rm -f "$DIR/copy"
+t0=$(now); cat "$IN" | dd of="$DIR/copy" bs=1M conv=fsync status=none; t1=$(now)
+base_w=$(rate "$t0" "$t1"); rm -f "$DIR/copy"
+t0=$(now); cat "$IN" > /dev/null; t1=$(now)
+base_r=$(rate "$t0" "$t1")
+echo "baseline: cat | dd of=copy (fsync) $base_w MiB/s; cat > /dev/null $base_r MiB/s"
+
+for z in none lz4 zstd; do
+  D="$DIR/data-$z"; rm -rf "$D"
+  t0=$(now); rss=$( { /usr/bin/time -f %M "$SILT" produce -d "$D" -t logs -z $z "$IN"; } 2>&1 | tail -1 ); t1=$(now)
+  p=$(rate "$t0" "$t1")
+  t0=$(now); crss=$( { /usr/bin/time -f %M "$SILT" consume -d "$D" -t logs > /dev/null; } 2>&1 | tail -1 ); t1=$(now)
+  c=$(rate "$t0" "$t1")
+  n=$("$SILT" consume -d "$D" -t logs | wc -l)
+  [ "$n" -eq "$LINES" ] || echo "WARNING: consumed $n lines of $LINES" >&2
+  echo "produce -z $z: $p MiB/s ($(ratio "$p" "$base_w")x dd), max RSS $((rss / 1024)) MiB; consume: $c MiB/s ($(ratio "$c" "$base_r")x cat), max RSS $((crss / 1024)) MiB; $(du -sm "$D" | cut -f1) MiB on disk"
+  if [ "$z" != none ] && command -v "$z" >/dev/null; then
+    if [ "$z" = lz4 ]; then cmd="lz4 -1 -q -c"; else cmd="zstd -1 -q -T1 -c"; fi
+    t0=$(now); $cmd "$IN" > /dev/null; t1=$(now)
+    codec=$(rate "$t0" "$t1")
+    echo "  $z command-line codec, one core: $codec MiB/s; silt produce -z $z at $(ratio "$p" "$codec")x of it"
+  fi
+  rm -rf "$D"
+done

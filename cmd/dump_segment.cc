@@ -1,0 +1,333 @@
+// `silt dump-segment FILE...`: print the batches (and with --records, the records) of .log
+// files, and the entries of .index/.timeindex files checked against their .log.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cinttypes>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include "base/coding.h"
+#include "base/file.h"
+#include "cmd/command.h"
+#include "format/layout.h"
+#include "format/legacy.h"
+#include "format/record_batch.h"
+#include "storage/verify.h"
+
+namespace silt::cmd {
+namespace {
+
+struct DumpFlags {
+  std::vector<std::string> files;
+  bool records = false;
+  bool json = false;
+  bool shallow = false;
+};
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool IsUtf8(std::string_view s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4;
+    else return false;
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+    if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0) || (c == 0xF0 && c1 < 0x90) ||
+        (c == 0xF4 && c1 >= 0x90))
+      return false;  // overlong forms, UTF-16 surrogates, beyond U+10FFFF
+    i += len;
+  }
+  return true;
+}
+
+std::string Base64(std::string_view in) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) |
+                 uint8_t(in[i + 2]);
+    out += k[v >> 18];
+    out += k[(v >> 12) & 63];
+    out += k[(v >> 6) & 63];
+    out += k[v & 63];
+  }
+  if (i < in.size()) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16;
+    if (i + 1 < in.size()) v |= uint32_t(uint8_t(in[i + 1])) << 8;
+    out += k[v >> 18];
+    out += k[(v >> 12) & 63];
+    out += i + 1 < in.size() ? k[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// Bytes as JSON: a string when they are valid UTF-8, else {"base64": "..."}; null stays null.
+nlohmann::ordered_json BytesJson(bool is_null, std::string_view b) {
+  if (is_null) return nullptr;
+  if (IsUtf8(b)) return std::string(b);
+  return nlohmann::ordered_json{{"base64", Base64(b)}};
+}
+
+// Bytes for a terminal: printable ASCII and UTF-8 as is, anything else as \xNN.
+std::string BytesText(bool is_null, std::string_view b) {
+  if (is_null) return "null";
+  if (IsUtf8(b)) {
+    bool plain = true;
+    for (char c : b)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) plain = false;
+    if (plain) return std::string(b);
+  }
+  std::string out;
+  for (char c : b) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\') {
+      out += c;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string Hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+const char* LegacyCodec(int8_t attributes) {
+  return format::CompressionName(static_cast<format::Compression>(attributes & 7));
+}
+
+nlohmann::ordered_json RecordJson(const format::RecordView& r) {
+  nlohmann::ordered_json h = nlohmann::ordered_json::array();
+  for (const auto& [k, v] : r.headers)
+    h.push_back({{"key", std::string(k)}, {"value", BytesJson(!v.has_value(), v.value_or(""))}});
+  return {{"offset", r.offset},
+          {"timestamp", r.timestamp},
+          {"key", BytesJson(r.key_null, r.key)},
+          {"value", BytesJson(r.value_null, r.value)},
+          {"headers", h}};
+}
+
+std::string RecordText(const format::RecordView& r) {
+  std::string s = "| offset: " + std::to_string(r.offset) +
+                  " timestamp: " + std::to_string(r.timestamp) +
+                  " keySize: " + std::to_string(r.key_null ? -1 : static_cast<int64_t>(r.key.size())) +
+                  " valueSize: " +
+                  std::to_string(r.value_null ? -1 : static_cast<int64_t>(r.value.size()));
+  if (!r.headers.empty()) {
+    s += " headers: [";
+    bool first = true;
+    for (const auto& [k, v] : r.headers) {
+      if (!first) s += ", ";
+      first = false;
+      s += BytesText(false, k) + "=" + BytesText(!v.has_value(), v.value_or(""));
+    }
+    s += "]";
+  }
+  s += " key: " + BytesText(r.key_null, r.key) + " value: " + BytesText(r.value_null, r.value);
+  return s;
+}
+
+Status DumpLog(const std::string& path, const DumpFlags& f, storage::VerifyReport* report) {
+  storage::ScanOptions options;
+  options.check_records = !f.shallow;
+  options.check_indexes = false;
+  Status record_error;
+  Status s = storage::ScanLogFile(path, options, [&](const storage::EntryInfo& e) {
+    nlohmann::ordered_json j;
+    std::string line;
+    if (e.magic == 2) {
+      const auto& h = e.header;
+      if (f.json) {
+        j = {{"position", e.position},
+             {"baseOffset", h.base_offset},
+             {"lastOffset", e.last_offset},
+             {"recordCount", h.records_count},
+             {"size", e.size},
+             {"magic", e.magic},
+             {"compression", format::CompressionName(h.compression())},
+             {"crc", h.crc},
+             {"crcValid", e.crc_valid},
+             {"partitionLeaderEpoch", h.partition_leader_epoch},
+             {"timestampType", h.log_append_time() ? "LogAppendTime" : "CreateTime"},
+             {"baseTimestamp", h.base_timestamp},
+             {"maxTimestamp", h.max_timestamp},
+             {"producerId", h.producer_id},
+             {"producerEpoch", h.producer_epoch},
+             {"baseSequence", h.base_sequence},
+             {"lastSequence", h.last_sequence()},
+             {"isTransactional", h.transactional()},
+             {"isControl", h.control()}};
+      } else {
+        line = "position: " + std::to_string(e.position) + " baseOffset: " +
+               std::to_string(h.base_offset) + " lastOffset: " + std::to_string(e.last_offset) +
+               " recordCount: " + std::to_string(h.records_count) + " size: " +
+               std::to_string(e.size) + " magic: 2 compression: " +
+               format::CompressionName(h.compression()) + " crc: " + Hex32(h.crc) +
+               " crcValid: " + (e.crc_valid ? "true" : "false") + " partitionLeaderEpoch: " +
+               std::to_string(h.partition_leader_epoch) + " " +
+               (h.log_append_time() ? "LogAppendTime" : "CreateTime") + " baseTimestamp: " +
+               std::to_string(h.base_timestamp) + " maxTimestamp: " +
+               std::to_string(h.max_timestamp) + " producerId: " + std::to_string(h.producer_id) +
+               " producerEpoch: " + std::to_string(h.producer_epoch) + " baseSequence: " +
+               std::to_string(h.base_sequence) + " isTransactional: " +
+               (h.transactional() ? "true" : "false") + " isControl: " +
+               (h.control() ? "true" : "false");
+      }
+      if (f.records) {
+        auto view = format::RecordBatchView::Parse(e.bytes);
+        nlohmann::ordered_json recs = nlohmann::ordered_json::array();
+        std::string text;
+        Status rs = view.ok() ? view->ForEachRecord([&](const format::RecordView& r) {
+          if (f.json) recs.push_back(RecordJson(r));
+          else text += "\n" + RecordText(r);
+          return true;
+        }) : view.status();
+        if (!rs.ok() && record_error.ok())
+          record_error = rs.WithContext(path + ":" + std::to_string(e.position));
+        if (f.json) j["records"] = recs;
+        else line += text;
+      }
+    } else {
+      if (f.json) {
+        j = {{"position", e.position},
+             {"baseOffset", e.first_offset},
+             {"lastOffset", e.last_offset},
+             {"size", e.size},
+             {"magic", e.magic},
+             {"compression", LegacyCodec(e.legacy_attributes)},
+             {"crc", e.crc},
+             {"crcValid", e.crc_valid}};
+        if (e.magic == 1) j["timestamp"] = e.timestamp;
+      } else {
+        line = "position: " + std::to_string(e.position) + " offset: " +
+               std::to_string(e.first_offset) + " size: " + std::to_string(e.size) +
+               " magic: " + std::to_string(e.magic) + " compression: " +
+               LegacyCodec(e.legacy_attributes) + " crc: " + Hex32(e.crc) + " crcValid: " +
+               (e.crc_valid ? "true" : "false");
+        if (e.magic == 1) line += " timestamp: " + std::to_string(e.timestamp);
+      }
+      if (f.records) {
+        nlohmann::ordered_json recs = nlohmann::ordered_json::array();
+        std::string text;
+        format::LegacyOptions lo;
+        lo.verify_crc = false;  // the entry's CRC is reported above; show what it holds anyway
+        lo.allow_zstd = true;
+        Status rs = format::ForEachLegacyMessage(e.bytes, lo, [&](const format::LegacyMessage& m) {
+          format::RecordView r = m.ToRecordView();
+          if (f.json) recs.push_back(RecordJson(r));
+          else text += "\n" + RecordText(r);
+          return true;
+        }, e.position);
+        if (!rs.ok() && record_error.ok())
+          record_error = rs.WithContext(path + ":" + std::to_string(e.position));
+        if (f.json) j["records"] = recs;
+        else line += text;
+      }
+    }
+    if (f.json) std::cout << j.dump() << '\n';
+    else std::cout << line << '\n';
+    return true;
+  }, report);
+  if (!s.ok()) return s;
+  return record_error;
+}
+
+Status DumpIndex(const std::string& path, bool time, const DumpFlags& f,
+                 storage::VerifyReport* report) {
+  SILT_ASSIGN_OR_RETURN(std::string d, ReadFile(path));
+  std::string name = BaseName(path);
+  int64_t base = 0;
+  for (size_t i = 0; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i)
+    base = base * 10 + (name[i] - '0');
+  const size_t w = time ? format::kTimeIndexEntrySize : format::kIndexEntrySize;
+  for (size_t i = 0; i + w <= d.size(); i += w) {
+    const char* e = d.data() + i;
+    if (time) {
+      int64_t ts = static_cast<int64_t>(DecodeBE64(e));
+      int64_t off = base + static_cast<int32_t>(DecodeBE32(e + 8));
+      if (i > 0 && ts == 0 && off == base) break;  // preallocated, unused
+      if (f.json) std::cout << nlohmann::ordered_json{{"timestamp", ts}, {"offset", off}}.dump() << '\n';
+      else std::cout << "timestamp: " << ts << " offset: " << off << '\n';
+    } else {
+      int64_t off = base + static_cast<int32_t>(DecodeBE32(e));
+      int32_t pos = static_cast<int32_t>(DecodeBE32(e + 4));
+      if (i > 0 && off == base && pos == 0) break;
+      if (f.json) std::cout << nlohmann::ordered_json{{"offset", off}, {"position", pos}}.dump() << '\n';
+      else std::cout << "offset: " << off << " position: " << pos << '\n';
+    }
+  }
+  std::string log = path.substr(0, path.rfind('.')) + format::kLogSuffix;
+  if (!PathExists(log)) {
+    std::cerr << "silt: note: no " << BaseName(log) << " beside " << path
+              << "; entries not checked\n";
+    return Status::OK();
+  }
+  storage::ScanOptions o;
+  o.check_records = false;
+  return storage::VerifyPath(path, o, report);
+}
+
+int Run(const DumpFlags& f) {
+  storage::VerifyReport report;
+  int rc = kExitOk;
+  for (const auto& file : f.files) {
+    if (IsDirectory(file)) return Fail(file + " is a directory; give segment files (.log, .index, .timeindex)");
+    if (!f.json && f.files.size() > 1) std::cout << "Dumping " << file << '\n';
+    Status s;
+    if (EndsWith(file, format::kIndexSuffix)) s = DumpIndex(file, false, f, &report);
+    else if (EndsWith(file, format::kTimeIndexSuffix)) s = DumpIndex(file, true, f, &report);
+    else s = DumpLog(file, f, &report);
+    if (!s.ok()) {
+      std::cout.flush();
+      if (s.IsCorruption() || s.IsTruncated() || s.IsTooLarge()) {
+        std::fprintf(stderr, "silt: problem: %s\n", s.message().c_str());
+        rc = std::max(rc, kExitProblem);
+      } else {
+        return Fail(s);
+      }
+    }
+  }
+  std::cout.flush();
+  for (const auto& p : report.problems)
+    std::fprintf(stderr, "silt: problem: %s:%lld: %s: %s\n", p.file.c_str(),
+                 static_cast<long long>(p.position), storage::ProblemKindName(p.kind),
+                 p.detail.c_str());
+  if (!report.problems.empty()) rc = std::max(rc, kExitProblem);
+  return rc;
+}
+
+}  // namespace
+
+RunFn RegisterDumpSegment(CLI::App* sub, GlobalOptions*) {
+  auto f = std::make_shared<DumpFlags>();
+  sub->add_option("file", f->files, "segment files: .log, .index or .timeindex")->required();
+  sub->add_flag("--records", f->records, "print every record of each batch");
+  sub->add_flag("--json", f->json, "one JSON object per line per batch (records nested)");
+  sub->add_flag("--shallow", f->shallow, "do not decode records to validate batches");
+  return [f] { return Run(*f); };
+}
+
+}  // namespace silt::cmd

@@ -1,0 +1,127 @@
+// `silt verify-crc PATH...`: check segment files, partition directories or whole data dirs;
+// with --repair, truncate at the first bad batch and quarantine what was cut.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <set>
+
+#include "base/file.h"
+#include "cmd/command.h"
+#include "storage/verify.h"
+
+namespace silt::cmd {
+namespace {
+
+struct VerifyFlags {
+  std::vector<std::string> paths;
+  bool repair = false;
+  bool json = false;
+  bool quiet = false;
+  bool shallow = false;
+};
+
+void PrintProblem(const storage::Problem& p, bool json) {
+  if (json) {
+    nlohmann::ordered_json j = {{"file", p.file},
+                        {"position", p.position},
+                        {"kind", storage::ProblemKindName(p.kind)},
+                        {"detail", p.detail}};
+    std::cout << j.dump() << '\n';
+  } else {
+    std::cout << p.file << ":" << p.position << ": " << storage::ProblemKindName(p.kind) << ": "
+              << p.detail << '\n';
+  }
+}
+
+// The partition directory a problem belongs to.
+std::string PartitionOf(const std::string& file) { return DirName(file); }
+
+int Run(const VerifyFlags& f, const GlobalOptions&) {
+  storage::ScanOptions options;
+  options.check_records = !f.shallow;
+  storage::VerifyReport report;
+  for (const auto& p : f.paths) {
+    Status s = storage::VerifyPath(p, options, &report);
+    if (!s.ok()) return Fail(s);
+  }
+  for (const auto& p : report.problems) PrintProblem(p, f.json);
+
+  int64_t batches = 0, records = 0, bytes = 0;
+  for (const auto& s : report.segments) {
+    batches += s.entries;
+    records += s.records;
+    bytes += s.file_size;
+  }
+
+  std::vector<std::string> repaired_actions;
+  bool repaired = false;
+  if (f.repair && !report.clean()) {
+    std::set<std::string> partitions;
+    for (const auto& p : report.problems) partitions.insert(PartitionOf(p.file));
+    for (const auto& dir : partitions) {
+      auto actions = storage::RepairPartition(dir, options);
+      if (!actions.ok()) return Fail(actions.status());
+      for (const auto& a : *actions) {
+        if (f.json)
+          std::cout << nlohmann::ordered_json{{"repair", a.description}}.dump() << '\n';
+        else
+          std::cout << "repair: " << a.description << '\n';
+      }
+    }
+    repaired = true;
+    // Check again: the exit status says whether the data is clean now.
+    storage::VerifyReport after;
+    for (const auto& p : f.paths) {
+      std::string path = p;
+      if (!PathExists(path)) path = DirName(path);  // a file moved to quarantine
+      Status s = storage::VerifyPath(path, options, &after);
+      if (!s.ok()) return Fail(s);
+    }
+    for (const auto& p : after.problems) PrintProblem(p, f.json);
+    report.problems = after.problems;
+  }
+
+  if (f.json) {
+    nlohmann::ordered_json j = {{"summary",
+                         {{"files", report.files},
+                          {"batches", batches},
+                          {"records", records},
+                          {"bytes", bytes},
+                          {"problems", report.problems.size()},
+                          {"repaired", repaired},
+                          {"clean", report.clean()}}}};
+    std::cout << j.dump() << '\n';
+  } else if (!f.quiet) {
+    std::cout << "checked " << report.files << " files, " << batches << " batches, " << records
+              << " records, " << bytes << " bytes: ";
+    if (report.clean())
+      std::cout << (repaired ? "clean after repair" : "clean") << '\n';
+    else
+      std::cout << report.problems.size() << " problem" << (report.problems.size() == 1 ? "" : "s")
+                << '\n';
+  }
+  std::cout.flush();
+  return report.clean() ? kExitOk : kExitProblem;
+}
+
+}  // namespace
+
+RunFn RegisterVerifyCrc(CLI::App* sub, GlobalOptions* global) {
+  auto f = std::make_shared<VerifyFlags>();
+  sub->add_option("path", f->paths,
+                  "segment files (.log, .index, .timeindex), partition directories or data "
+                  "directories to check")
+      ->required();
+  sub->add_flag("--repair", f->repair,
+                "truncate each damaged segment at its first bad batch, quarantine the cut bytes "
+                "and later segments, rebuild indexes");
+  sub->add_flag("--json", f->json, "one JSON object per line: each problem, then a summary");
+  sub->add_flag("-q,--quiet", f->quiet, "print problems only, no summary line");
+  sub->add_flag("--shallow", f->shallow,
+                "check batch headers and CRCs only, without decoding the records");
+  return [f, global] { return Run(*f, *global); };
+}
+
+}  // namespace silt::cmd

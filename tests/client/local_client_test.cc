@@ -1,0 +1,233 @@
+// LocalProducer and LocalConsumer over a real data directory in a temporary folder.
+#include <doctest/doctest.h>
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "base/clock.h"
+#include "base/file.h"
+#include "client/local_consumer.h"
+#include "client/local_producer.h"
+#include "format/record_batch.h"
+#include "storage/data_dir.h"
+
+using namespace silt;
+using namespace silt::client;
+
+namespace {
+
+struct TempDataDir {
+  std::string path;
+  TempDataDir() {
+    char tmpl[] = "/tmp/silt-client-test.XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDataDir() { (void)RemoveAll(path); }
+};
+
+std::unique_ptr<storage::DataDir> Open(const std::string& path, bool read_only) {
+  storage::DataDir::Options o;
+  o.read_only = read_only;
+  auto d = storage::DataDir::Open(path, o);
+  REQUIRE_MESSAGE(d.ok(), d.status().ToString());
+  return std::move(d).value();
+}
+
+struct Got {
+  int32_t partition;
+  int64_t offset;
+  std::string key;
+  std::string value;
+};
+
+std::vector<Got> ReadAll(const std::string& path, const std::string& topic, ConsumerOptions o) {
+  auto dir = Open(path, true);
+  auto c = LocalConsumer::Open(dir.get(), topic, o);
+  REQUIRE_MESSAGE(c.ok(), c.status().ToString());
+  std::vector<Got> got;
+  Status st = (*c)->Run(
+      [&](int32_t p, const format::RecordView& r) {
+        got.push_back({p, r.offset, std::string(r.key), std::string(r.value)});
+        return true;
+      },
+      nullptr, nullptr);
+  REQUIRE_MESSAGE(st.ok(), st.ToString());
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("records produced locally are read back in order, batched by size") {
+  TempDataDir tmp;
+  {
+    auto dir = Open(tmp.path, false);
+    ProducerOptions po;
+    po.batch_bytes = 1000;
+    auto p = LocalProducer::Open(dir.get(), "t", po);
+    REQUIRE_MESSAGE(p.ok(), p.status().ToString());
+    for (int i = 0; i < 200; ++i)
+      REQUIRE((*p)->Send(std::nullopt, "value-" + std::to_string(i), {}).ok());
+    REQUIRE((*p)->Flush().ok());
+    CHECK((*p)->records_appended() == 200);
+    // ~20 bytes a record: 1000-byte batches hold about 40 each.
+    CHECK((*p)->batches_appended() >= 4);
+    CHECK((*p)->batches_appended() <= 10);
+    auto log = dir->Partition("t", 0);
+    REQUIRE(log.ok());
+    CHECK((*log)->recovery_point() == (*log)->log_end_offset());  // Flush synced everything
+    REQUIRE(dir->Close().ok());
+  }
+  auto got = ReadAll(tmp.path, "t", {});
+  REQUIRE(got.size() == 200);
+  for (int i = 0; i < 200; ++i) {
+    CHECK(got[i].offset == i);
+    CHECK(got[i].value == "value-" + std::to_string(i));
+  }
+}
+
+TEST_CASE("a record too big for max.message.bytes is refused and nothing of it is written") {
+  TempDataDir tmp;
+  auto dir = Open(tmp.path, false);
+  REQUIRE(dir->CreateTopic("small", 1, {{"max.message.bytes", "500"}}).ok());
+  auto p = LocalProducer::Open(dir.get(), "small", {});
+  REQUIRE(p.ok());
+  REQUIRE((*p)->Send(std::nullopt, "fits", {}).ok());
+  Status st = (*p)->Send(std::nullopt, std::string(600, 'x'), {});
+  CHECK(st.IsTooLarge());
+  CHECK(st.message().find("max.message.bytes") != std::string::npos);
+  REQUIRE((*p)->Send(std::nullopt, "still fine", {}).ok());
+  REQUIRE((*p)->Flush().ok());
+  CHECK((*(dir->Partition("small", 0)))->log_end_offset() == Offset(2));
+  // Batches never exceed the limit: many small records split into several batches.
+  for (int i = 0; i < 100; ++i) REQUIRE((*p)->Send(std::nullopt, std::string(40, 'y'), {}).ok());
+  REQUIRE((*p)->Flush().ok());
+  for (const auto& s : (*(dir->Partition("small", 0)))->Segments()) CHECK(s.size_bytes > 0);
+  REQUIRE(dir->Close().ok());
+  CHECK(ReadAll(tmp.path, "small", {}).size() == 102);
+}
+
+TEST_CASE("a missing topic is created unless asked not to, and partitions are checked") {
+  TempDataDir tmp;
+  auto dir = Open(tmp.path, false);
+  ProducerOptions no_create;
+  no_create.create_topic = false;
+  CHECK(LocalProducer::Open(dir.get(), "absent", no_create).status().IsNotFound());
+  ProducerOptions create;
+  create.default_partitions = 3;
+  auto p = LocalProducer::Open(dir.get(), "absent", create);
+  REQUIRE(p.ok());
+  CHECK((*p)->partitions() == 3);
+  ProducerOptions bad;
+  bad.partition = 3;
+  CHECK_FALSE(LocalProducer::Open(dir.get(), "absent", bad).ok());
+}
+
+TEST_CASE("the consumer starts where the offset expression says, per partition") {
+  TempDataDir tmp;
+  {
+    auto dir = Open(tmp.path, false);
+    REQUIRE(dir->CreateTopic("t", 2, {}).ok());
+    ProducerOptions po;
+    po.partition = 0;
+    auto p0 = LocalProducer::Open(dir.get(), "t", po);
+    for (int i = 0; i < 10; ++i)
+      REQUIRE((*p0)->Send(std::nullopt, std::string("a").append(std::to_string(i)), {}, 1000 * (i + 1)).ok());
+    REQUIRE((*p0)->Flush().ok());
+    po.partition = 1;
+    auto p1 = LocalProducer::Open(dir.get(), "t", po);
+    for (int i = 0; i < 4; ++i) REQUIRE((*p1)->Send(std::nullopt, std::string("b").append(std::to_string(i)), {}).ok());
+    REQUIRE((*p1)->Flush().ok());
+    REQUIRE(dir->Close().ok());
+  }
+  ConsumerOptions o;
+  o.start = {OffsetSpec::Kind::kFromEnd, 2};
+  auto got = ReadAll(tmp.path, "t", o);
+  REQUIRE(got.size() == 4);
+  o.partitions = {0};
+  o.start = {OffsetSpec::Kind::kTimestamp, 7500};
+  got = ReadAll(tmp.path, "t", o);
+  REQUIRE(got.size() == 3);
+  CHECK(got[0].value == "a7");
+  o.start = {OffsetSpec::Kind::kAbsolute, 5};
+  o.committed = {{0, 8}};
+  got = ReadAll(tmp.path, "t", o);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].offset == 8);  // a committed position wins over the expression
+  o.partitions = {7};
+  auto dir = Open(tmp.path, true);
+  CHECK_FALSE(LocalConsumer::Open(dir.get(), "t", o).ok());
+  CHECK(LocalConsumer::Open(dir.get(), "nope", {}).status().IsNotFound());
+}
+
+TEST_CASE("a follower is woken by appends from another writer and follows segment rolls") {
+  TempDataDir tmp;
+  {
+    auto dir = Open(tmp.path, false);
+    REQUIRE(dir->CreateTopic("live", 1, {{"segment.bytes", "2048"}}).ok());
+    REQUIRE(dir->Close().ok());
+  }
+  auto rdir = Open(tmp.path, true);
+  ConsumerOptions o;
+  o.follow = true;
+  o.idle_check_ms = 60000;  // only inotify can wake it in time
+  auto c = LocalConsumer::Open(rdir.get(), "live", o);
+  REQUIRE(c.ok());
+  std::atomic<bool> stop{false};
+  std::vector<std::string> got;
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto dir = Open(tmp.path, false);
+    ProducerOptions po;
+    po.batch_bytes = 300;
+    auto p = LocalProducer::Open(dir.get(), "live", po);
+    for (int i = 0; i < 300; ++i) {
+      REQUIRE((*p)->Send(std::nullopt, "record-" + std::to_string(i), {}).ok());
+      if (i % 50 == 49) {
+        REQUIRE((*p)->SendPending().ok());
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    REQUIRE((*p)->Flush().ok());
+    REQUIRE(dir->Close().ok());
+  });
+  const int64_t deadline = MonotonicMs() + 20000;
+  Status st = (*c)->Run(
+      [&](int32_t, const format::RecordView& r) {
+        got.emplace_back(r.value);
+        return got.size() < 300;
+      },
+      [&]() -> Status {
+        if (MonotonicMs() > deadline) stop = true;
+        return Status::OK();
+      },
+      &stop);
+  writer.join();
+  REQUIRE(st.ok());
+  REQUIRE(got.size() == 300);
+  for (int i = 0; i < 300; ++i) CHECK(got[i] == "record-" + std::to_string(i));
+  CHECK((*c)->Positions().at(0) == 300);
+  auto segs = ListDir(JoinPath(tmp.path, "live-0"));
+  int logs = 0;
+  for (const auto& n : *segs) logs += n.size() > 4 && n.substr(n.size() - 4) == ".log";
+  CHECK(logs >= 3);
+}
+
+TEST_CASE("a consumer that is not following stops at the end it saw when it opened") {
+  TempDataDir tmp;
+  auto wdir = Open(tmp.path, false);
+  auto p = LocalProducer::Open(wdir.get(), "t", {});
+  for (int i = 0; i < 5; ++i) REQUIRE((*p)->Send(std::nullopt, "x", {}).ok());
+  REQUIRE((*p)->Flush().ok());
+  auto rdir = Open(tmp.path, true);
+  auto c = LocalConsumer::Open(rdir.get(), "t", {});
+  REQUIRE(c.ok());
+  for (int i = 0; i < 5; ++i) REQUIRE((*p)->Send(std::nullopt, "later", {}).ok());
+  REQUIRE((*p)->Flush().ok());
+  int n = 0;
+  REQUIRE((*c)->Run([&](int32_t, const format::RecordView&) { return ++n, true; }, nullptr, nullptr).ok());
+  CHECK(n == 5);
+  CHECK((*c)->Positions().at(0) == 5);
+}
