@@ -7,6 +7,7 @@ RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterDumpSegment(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterProduce(CLI::App* sub, GlobalOptions* g);
+RunFn RegisterServe(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterServe(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterVerifyCrc(CLI::App* sub, GlobalOptions* g);
@@ -21,8 +22,8 @@ const CommandInfo kCommands[] = {
      RegisterDumpSegment},
     {"verify-crc", "check (and with --repair, fix) segment files, partitions or data dirs",
      RegisterVerifyCrc},
-    {"completion", "print a shell completion script (bash, zsh or fish)", RegisterCompletion},
     {"serve", "run a broker that speaks the Kafka protocol", RegisterServe},
+    {"completion", "print a shell completion script (bash, zsh or fish)", RegisterCompletion},
 };
 }  // namespace
 

@@ -270,6 +270,30 @@ Result<int64_t> Broker::AllocateProducerId() {
   return next_producer_id_++;
 }
 
+int Broker::ApplyRetention() {
+  std::vector<std::shared_ptr<PartitionState>> states;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [k, s] : partitions_) states.push_back(s);
+  }
+  int deleted = 0;
+  for (auto& s : states) {
+    auto log = s->Log();
+    if (!log) continue;
+    auto n = log->ApplyRetention();
+    if (!n.ok()) {
+      LogError("retention on " + s->topic() + "-" + std::to_string(s->partition()) + ": " +
+               n.status().ToString());
+    } else if (*n > 0) {
+      LogInfo("retention deleted " + std::to_string(*n) + " segment(s) of " + s->topic() + "-" +
+              std::to_string(s->partition()) + "; log start now " +
+              std::to_string(log->log_start_offset().value()));
+      deleted += *n;
+    }
+  }
+  return deleted;
+}
+
 void Broker::BeginShutdown() {
   stopping_.store(true);
   std::vector<std::shared_ptr<PartitionState>> states;
@@ -284,6 +308,7 @@ Status Broker::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return Status::OK();
   closed_ = true;
+  if (!dir_) return Status::OK();  // Open() failed before the directory was opened
   for (auto& [k, s] : partitions_) s->MarkDeleted();
   partitions_.clear();
   Status s = dir_->Close();

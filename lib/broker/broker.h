@@ -105,6 +105,10 @@ class Broker {
   // A new producer id (InitProducerId), unique across restarts.
   Result<int64_t> AllocateProducerId();
 
+  // Periodic upkeep of every open partition: deletes segments past retention. Returns the
+  // number of segments deleted. Called by the server's maintenance thread.
+  int ApplyRetention();
+
   // Set when shutting down: long-polling fetches answer at once.
   bool stopping() const { return stopping_.load(); }
   void BeginShutdown();

@@ -65,11 +65,11 @@ const char* kIgnored[] = {
     "num.network.threads", "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-    "log.retention.check.interval.ms", "zookeeper.connect", "zookeeper.connection.timeout.ms",
+    "zookeeper.connect", "zookeeper.connection.timeout.ms",
     "group.initial.rebalance.delay.ms", "process.roles", "controller.quorum.voters",
     "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map",
     "default.replication.factor", "num.replica.fetchers", "offsets.topic.num.partitions",
-    "log.retention.check.interval.ms", "controller.quorum.bootstrap.servers",
+    "controller.quorum.bootstrap.servers",
 };
 
 }  // namespace
@@ -138,6 +138,9 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
     return ParseInt<int64_t>(key, value, 1, INT32_MAX, &c->socket_request_max_bytes);
   }
   if (key == "max.connections") return ParseInt<int32_t>(key, value, 1, INT32_MAX, &c->max_connections);
+  if (key == "log.retention.check.interval.ms") {
+    return ParseInt<int64_t>(key, value, 1, INT64_MAX, &c->retention_check_interval_ms);
+  }
   if (key == "num.io.threads") return ParseInt<int>(key, value, 1, 64, &c->io_threads);
   for (const Synonym& s : kSynonyms) {
     if (key != s.broker_key) continue;

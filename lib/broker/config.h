@@ -5,7 +5,8 @@
 // message.max.bytes, socket.request.max.bytes, max.connections, num.io.threads (silt: io
 // threads), log.segment.bytes, log.roll.ms|hours, log.retention.ms|minutes|hours|bytes,
 // log.flush.interval.messages|ms, log.index.interval.bytes, log.index.size.max.bytes,
-// log.message.timestamp.type, log.cleanup.policy, compression.type, min.insync.replicas.
+// log.message.timestamp.type, log.cleanup.policy, compression.type, min.insync.replicas,
+// log.retention.check.interval.ms.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,9 @@ struct BrokerConfig {
   int64_t socket_request_max_bytes = 100LL << 20;       // socket.request.max.bytes
   int32_t max_connections = 2147483647;                 // max.connections
   int io_threads = 2;
+  // How often closed segments are checked against retention.ms/retention.bytes
+  // (log.retention.check.interval.ms), and time-based flushes (flush.ms) are run.
+  int64_t retention_check_interval_ms = 300000;
   // Most requests a connection may have in flight before the broker stops reading from it.
   int max_in_flight_per_connection = 64;
   storage::LogConfig log_defaults;  // topic defaults from the log.* keys

@@ -34,6 +34,10 @@ struct Server::Impl {
   std::string host;
   int port = 0;
 
+  // Retention (and other periodic upkeep) runs here, never on an io thread.
+  std::thread maintenance;
+  void Maintain();
+
   asio::io_context io;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   asio::ip::tcp::acceptor acceptor{io};
@@ -42,6 +46,18 @@ struct Server::Impl {
   void Accept();
   void OnClosed();
 };
+
+void Server::Impl::Maintain() {
+  std::unique_lock<std::mutex> lock(mu);
+  for (;;) {
+    cv.wait_for(lock, std::chrono::milliseconds(config.retention_check_interval_ms),
+                [this] { return shut_down; });
+    if (shut_down) return;
+    lock.unlock();
+    broker->ApplyRetention();
+    lock.lock();
+  }
+}
 
 void Server::Impl::OnClosed() {
   std::lock_guard<std::mutex> lock(mu);
@@ -153,6 +169,7 @@ Result<std::unique_ptr<Server>> Server::Start(const BrokerConfig& config) {
   impl->Accept();
   int n = std::max(1, config.io_threads);
   for (int i = 0; i < n; ++i) impl->threads.emplace_back([raw] { raw->io.run(); });
+  impl->maintenance = std::thread([raw] { raw->Maintain(); });
   std::string shown = bound.address().is_v6() ? "[" + impl->host + "]" : impl->host;
   LogInfo("listening on " + shown + ":" + std::to_string(impl->port) + " (advertised " +
           adv_host + ":" + std::to_string(adv_port) + ", node " + std::to_string(config.node_id) +
@@ -174,6 +191,8 @@ Status Server::Shutdown() {
     }
     s.connections.clear();
   }
+  s.cv.notify_all();  // wakes the maintenance thread, which sees shut_down
+  if (s.maintenance.joinable()) s.maintenance.join();
   LogInfo("shutting down: " + std::to_string(conns.size()) + " connection(s) open");
   asio::post(s.io, [&s] {
     asio::error_code ec;

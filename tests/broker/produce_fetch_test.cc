@@ -344,3 +344,37 @@ TEST_CASE("admin APIs create, grow, trim, describe and delete topics with Kafka'
   CHECK(dtr.responses[1].error_code == 3);
   CHECK(!b.server->broker().GetTopic("good").ok());
 }
+
+TEST_CASE("the maintenance thread applies retention to closed segments") {
+  BrokerConfig cfg;
+  cfg.retention_check_interval_ms = 50;
+  TestBroker b(cfg);
+  Client c(b.port);
+  protocol::CreateTopicsRequest ct;
+  protocol::CreateTopicsRequest::Topic t;
+  t.name = "short";
+  t.num_partitions = 1;
+  t.replication_factor = 1;
+  // Tiny segments (one batch each) that expire as soon as they are closed.
+  t.configs = {{"segment.bytes", std::string("200")}, {"retention.bytes", std::string("300")}};
+  ct.topics.push_back(t);
+  protocol::CreateTopicsResponse cr;
+  c.Call(ct, 4, &cr);
+  REQUIRE(cr.topics[0].error_code == 0);
+  for (int i = 0; i < 6; ++i) Produce(c, "short", MakeBatch(3));
+  int64_t earliest = 0;
+  for (int i = 0; i < 100 && earliest == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    protocol::ListOffsetsRequest lo;
+    lo.topics.push_back({"short", {{0, -1, -2, 1}}});
+    protocol::ListOffsetsResponse lr;
+    c.Call(lo, 5, &lr);
+    earliest = lr.topics[0].partitions[0].offset;
+  }
+  CHECK(earliest > 0);
+  CHECK(earliest % 3 == 0);  // whole batches (segments) went, nothing in between
+  protocol::FetchResponse f;
+  c.Call(MakeFetch("short", 0, 0), 11, &f);
+  CHECK(f.responses[0].partitions[0].error_code == 1);  // below log start: OFFSET_OUT_OF_RANGE
+  CHECK(f.responses[0].partitions[0].log_start_offset == earliest);
+}
