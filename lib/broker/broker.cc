@@ -4,7 +4,9 @@
 #include <random>
 
 #include "base/file.h"
+#include "broker/group_coordinator.h"
 #include "broker/logging.h"
+#include "broker/offset_store.h"
 #include "format/batch_header.h"
 
 namespace silt::broker {
@@ -111,6 +113,22 @@ Broker::~Broker() {
   if (!closed_) (void)Close();
 }
 
+Status Broker::StartGroupCoordinator() {
+  GroupCoordinatorOptions o;
+  o.min_session_timeout_ms = config_.group_min_session_timeout_ms;
+  o.max_session_timeout_ms = config_.group_max_session_timeout_ms;
+  o.initial_rebalance_delay_ms = config_.group_initial_rebalance_delay_ms;
+  o.offsets_retention_ms = config_.offsets_retention_ms;
+  o.offsets_retention_check_interval_ms = config_.offsets_retention_check_interval_ms;
+  o.offset_metadata_max_bytes = config_.offset_metadata_max_bytes;
+  offsets_log_ = std::make_unique<ConsumerOffsetsTopic>(this, config_.offsets_topic_num_partitions);
+  groups_ = std::make_unique<GroupCoordinator>(o, offsets_log_.get());
+  Status s = groups_->Load();
+  if (!s.ok()) return s.WithContext("loading __consumer_offsets");
+  groups_->Start();
+  return Status::OK();
+}
+
 Result<std::unique_ptr<Broker>> Broker::Open(const BrokerConfig& config) {
   std::unique_ptr<Broker> b(new Broker(config));
   storage::DataDir::Options opts;
@@ -125,6 +143,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerConfig& config) {
                                    "serve needs a writable silt data directory");
   }
   SILT_TRY(b->LoadMeta());
+  SILT_TRY(b->StartGroupCoordinator());
   return b;
 }
 
@@ -296,6 +315,7 @@ int Broker::ApplyRetention() {
 
 void Broker::BeginShutdown() {
   stopping_.store(true);
+  if (groups_) groups_->Shutdown();
   std::vector<std::shared_ptr<PartitionState>> states;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -305,6 +325,8 @@ void Broker::BeginShutdown() {
 }
 
 Status Broker::Close() {
+  // Outside mu_: the coordinator's timer may be writing through this broker.
+  if (groups_) groups_->Shutdown();
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return Status::OK();
   closed_ = true;

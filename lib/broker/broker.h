@@ -70,6 +70,9 @@ class PartitionState {
   std::vector<std::weak_ptr<AppendWatcher>> watchers_;
 };
 
+class GroupCoordinator;
+class ConsumerOffsetsTopic;
+
 class Broker {
  public:
   // Opens (creating if needed) the data directory named by config.data_dir, recovering it, and
@@ -105,6 +108,9 @@ class Broker {
   // A new producer id (InitProducerId), unique across restarts.
   Result<int64_t> AllocateProducerId();
 
+  // The group coordinator (consumer groups and committed offsets, kept in __consumer_offsets).
+  GroupCoordinator& groups() { return *groups_; }
+
   // Periodic upkeep of every open partition: deletes segments past retention. Returns the
   // number of segments deleted. Called by the server's maintenance thread.
   int ApplyRetention();
@@ -118,6 +124,7 @@ class Broker {
  private:
   explicit Broker(const BrokerConfig& config);
   Status LoadMeta();
+  Status StartGroupCoordinator();
 
   BrokerConfig config_;
   std::string cluster_id_;
@@ -131,6 +138,9 @@ class Broker {
   int64_t next_producer_id_ = 0;
   int64_t producer_id_limit_ = 0;  // ids below this are covered by the persisted block
   bool closed_ = false;
+  // Declared last: the coordinator writes through the broker, so it goes first.
+  std::unique_ptr<ConsumerOffsetsTopic> offsets_log_;
+  std::unique_ptr<GroupCoordinator> groups_;
 };
 
 }  // namespace silt::broker

@@ -66,9 +66,9 @@ const char* kIgnored[] = {
     "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
     "zookeeper.connect", "zookeeper.connection.timeout.ms",
-    "group.initial.rebalance.delay.ms", "process.roles", "controller.quorum.voters",
+    "process.roles", "controller.quorum.voters",
     "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map",
-    "default.replication.factor", "num.replica.fetchers", "offsets.topic.num.partitions",
+    "default.replication.factor", "num.replica.fetchers",
     "controller.quorum.bootstrap.servers",
 };
 
@@ -142,6 +142,30 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
     return ParseInt<int64_t>(key, value, 1, INT64_MAX, &c->retention_check_interval_ms);
   }
   if (key == "num.io.threads") return ParseInt<int>(key, value, 1, 64, &c->io_threads);
+  if (key == "offsets.topic.num.partitions") {
+    return ParseInt<int32_t>(key, value, 1, 100000, &c->offsets_topic_num_partitions);
+  }
+  if (key == "offsets.retention.minutes") {
+    int64_t minutes = 0;
+    SILT_TRY(ParseInt<int64_t>(key, value, 1, INT64_MAX / 60000, &minutes));
+    c->offsets_retention_ms = minutes * 60000;
+    return Status::OK();
+  }
+  if (key == "offsets.retention.check.interval.ms") {
+    return ParseInt<int64_t>(key, value, 1, INT64_MAX, &c->offsets_retention_check_interval_ms);
+  }
+  if (key == "offset.metadata.max.bytes") {
+    return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->offset_metadata_max_bytes);
+  }
+  if (key == "group.min.session.timeout.ms") {
+    return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->group_min_session_timeout_ms);
+  }
+  if (key == "group.max.session.timeout.ms") {
+    return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->group_max_session_timeout_ms);
+  }
+  if (key == "group.initial.rebalance.delay.ms") {
+    return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->group_initial_rebalance_delay_ms);
+  }
   for (const Synonym& s : kSynonyms) {
     if (key != s.broker_key) continue;
     if (s.multiplier <= 1) return c->log_defaults.Set(s.topic_key, value);

@@ -6,7 +6,9 @@
 // threads), log.segment.bytes, log.roll.ms|hours, log.retention.ms|minutes|hours|bytes,
 // log.flush.interval.messages|ms, log.index.interval.bytes, log.index.size.max.bytes,
 // log.message.timestamp.type, log.cleanup.policy, compression.type, min.insync.replicas,
-// log.retention.check.interval.ms.
+// log.retention.check.interval.ms, offsets.topic.num.partitions, offsets.retention.minutes,
+// offsets.retention.check.interval.ms, offset.metadata.max.bytes, group.min.session.timeout.ms,
+// group.max.session.timeout.ms, group.initial.rebalance.delay.ms.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,14 @@ struct BrokerConfig {
   // Most requests a connection may have in flight before the broker stops reading from it.
   int max_in_flight_per_connection = 64;
   storage::LogConfig log_defaults;  // topic defaults from the log.* keys
+  // Group coordinator.
+  int32_t offsets_topic_num_partitions = 50;                 // offsets.topic.num.partitions
+  int64_t offsets_retention_ms = 7LL * 24 * 3600 * 1000;     // offsets.retention.minutes
+  int64_t offsets_retention_check_interval_ms = 600000;      // offsets.retention.check.interval.ms
+  int32_t offset_metadata_max_bytes = 4096;                  // offset.metadata.max.bytes
+  int32_t group_min_session_timeout_ms = 6000;               // group.min.session.timeout.ms
+  int32_t group_max_session_timeout_ms = 1800000;            // group.max.session.timeout.ms
+  int32_t group_initial_rebalance_delay_ms = 3000;           // group.initial.rebalance.delay.ms
   // Keys that were accepted but have no effect here (reported once at start-up).
   std::vector<std::string> ignored_keys;
 };

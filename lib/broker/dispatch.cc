@@ -32,6 +32,15 @@ const HandlerRow kHandlers[] = {
     {ApiKey::kInitProducerId, HandleInitProducerId},
     {ApiKey::kDescribeConfigs, HandleDescribeConfigs},
     {ApiKey::kCreatePartitions, HandleCreatePartitions},
+    {ApiKey::kFindCoordinator, HandleFindCoordinator},
+    {ApiKey::kJoinGroup, HandleJoinGroup},
+    {ApiKey::kSyncGroup, HandleSyncGroup},
+    {ApiKey::kHeartbeat, HandleHeartbeat},
+    {ApiKey::kLeaveGroup, HandleLeaveGroup},
+    {ApiKey::kOffsetCommit, HandleOffsetCommit},
+    {ApiKey::kOffsetFetch, HandleOffsetFetch},
+    {ApiKey::kDescribeGroups, HandleDescribeGroups},
+    {ApiKey::kListGroups, HandleListGroups},
 };
 
 std::vector<ApiRow> BuildRows() {

@@ -1,0 +1,149 @@
+// The group coordinator: Kafka's classic consumer-group protocol (JoinGroup, SyncGroup,
+// Heartbeat, LeaveGroup) and committed offsets (OffsetCommit, OffsetFetch), for every group —
+// this node coordinates them all.
+//
+// Group states, as Kafka names them:
+//   Empty               no members (offsets may remain)
+//   PreparingRebalance  waiting for every known member to (re)join, or the rebalance timeout
+//   CompletingRebalance joins answered; waiting for the leader's SyncGroup with assignments
+//   Stable              assignments handed out; members heartbeat
+//   Dead                removed (offsets expired); about to be forgotten
+//
+// A rebalance: the first JoinGroup of a generation moves the group to PreparingRebalance; each
+// JoinGroup waits (its response is sent later) until all known members rejoined or the largest
+// rebalance timeout passed (members that did not rejoin are dropped). Then the generation goes up,
+// a protocol is chosen by vote among those every member supports, and each member gets its
+// answer — the leader (the earliest member) with every member's metadata. The leader's SyncGroup
+// carries the assignments that answer every member's SyncGroup. Heartbeats keep a member alive
+// for session.timeout.ms; an expired member is removed and a rebalance starts. A group that was
+// Empty waits group.initial.rebalance.delay.ms for more members before its first generation.
+// Static members (group.instance.id) keep their place across restarts: rejoining with a known
+// instance id takes over the old member id, without a rebalance when nothing changed.
+//
+// Every change that must survive a restart (offsets, the group after each generation is
+// assigned, deletions) is written through an OffsetLog before it is acknowledged; Load()
+// replays that log.
+//
+// Threads: all methods may be called from any thread; state is guarded by one mutex, and
+// response callbacks run after it is released. Deadlines (session, rebalance, initial delay,
+// offset expiry) are kept by one timer thread that sleeps until the next one, or by the caller
+// through Poll() when options.run_timer_thread is false (tests with a fake clock).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "broker/offset_store.h"
+#include "protocol/messages.h"
+
+namespace silt::broker {
+
+struct GroupCoordinatorOptions {
+  int32_t min_session_timeout_ms = 6000;               // group.min.session.timeout.ms
+  int32_t max_session_timeout_ms = 1800000;            // group.max.session.timeout.ms
+  int32_t initial_rebalance_delay_ms = 3000;           // group.initial.rebalance.delay.ms
+  int64_t offsets_retention_ms = 7LL * 24 * 3600 * 1000;  // offsets.retention.minutes
+  int64_t offsets_retention_check_interval_ms = 600000;   // offsets.retention.check.interval.ms
+  int32_t offset_metadata_max_bytes = 4096;            // offset.metadata.max.bytes
+  bool run_timer_thread = true;
+};
+
+class GroupCoordinator {
+ public:
+  // Who sent a request (DescribeGroups shows it).
+  struct ClientInfo {
+    std::string client_id;
+    std::string client_host;  // "/address", as Kafka shows it
+  };
+  using JoinCallback = std::function<void(protocol::JoinGroupResponse)>;
+  using SyncCallback = std::function<void(protocol::SyncGroupResponse)>;
+
+  // `log` must outlive the coordinator.
+  GroupCoordinator(const GroupCoordinatorOptions& options, OffsetLog* log);
+  ~GroupCoordinator();  // Shutdown()
+
+  // Replays the log: offsets and the last stored state of each group. Groups stored with
+  // members come back Stable, their members given a fresh session timeout to heartbeat.
+  // Records that do not decode are skipped with a warning; errors reading the log are returned.
+  Status Load();
+  // Starts the timer thread (when options.run_timer_thread).
+  void Start();
+  // Answers every waiting JoinGroup/SyncGroup with NOT_COORDINATOR (clients look for the
+  // coordinator again), refuses new requests with COORDINATOR_NOT_AVAILABLE and stops the
+  // timer thread. Idempotent.
+  void Shutdown();
+
+  // Each request is answered through its callback exactly once, now or later, from any thread.
+  void JoinGroup(const protocol::JoinGroupRequest& req, int16_t version, const ClientInfo& client,
+                 JoinCallback done);
+  void SyncGroup(const protocol::SyncGroupRequest& req, int16_t version, SyncCallback done);
+  protocol::HeartbeatResponse Heartbeat(const protocol::HeartbeatRequest& req, int16_t version);
+  protocol::LeaveGroupResponse LeaveGroup(const protocol::LeaveGroupRequest& req, int16_t version);
+  protocol::OffsetCommitResponse CommitOffsets(const protocol::OffsetCommitRequest& req,
+                                               int16_t version);
+  protocol::OffsetFetchResponse FetchOffsets(const protocol::OffsetFetchRequest& req,
+                                             int16_t version);
+  protocol::DescribeGroupsResponse DescribeGroups(const protocol::DescribeGroupsRequest& req,
+                                                  int16_t version);
+  protocol::ListGroupsResponse ListGroups();
+
+  // Acts on every deadline that has passed by NowMs(): expired members and pending member ids,
+  // rebalance timeouts and initial delays, and (every retention check interval) offset expiry.
+  void Poll();
+  // Deletes offsets of groups without members older than offsets.retention.ms (counted from
+  // when the group became Empty, or from the commit for groups that never had members), writing
+  // tombstones; a group left with nothing is deleted. Returns how many offsets expired.
+  int ExpireOffsets();
+
+  // The group's state name ("Dead" when unknown), generation and member count (tests, logs).
+  std::string GroupState(const std::string& group);
+  int32_t GroupGeneration(const std::string& group);
+  size_t GroupSize(const std::string& group);
+
+ private:
+  struct Member;
+  struct Group;
+  class Scope;
+
+  Group* FindGroup(const std::string& id);
+  Group& GetOrCreateGroup(const std::string& id);
+  void JoinLocked(const protocol::JoinGroupRequest& req, int16_t version, const ClientInfo& client,
+                  JoinCallback done);
+  void AddMemberAndRebalance(Group& g, const protocol::JoinGroupRequest& req,
+                             const ClientInfo& client, const std::string& member_id,
+                             JoinCallback done);
+  void UpdateMemberAndRebalance(Group& g, Member& m, const protocol::JoinGroupRequest& req,
+                                JoinCallback done);
+  void PrepareRebalance(Group& g, const std::string& reason);
+  void MaybeCompleteJoin(Group& g);
+  void CompleteJoin(Group& g);
+  void RemoveMember(Group& g, const std::string& member_id, const std::string& reason);
+  void AnswerJoin(Group& g, Member& m, int16_t error);
+  Status StoreGroup(Group& g);
+  void ApplyStoredRecord(std::string_view key, std::optional<std::string_view> value);
+  int64_t NextDeadline();
+  void TimerLoop();
+  std::string NewMemberId(const std::string& client_id);
+
+  GroupCoordinatorOptions options_;
+  OffsetLog* log_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::unique_ptr<Group>> groups_;
+  std::vector<std::function<void()>> calls_;  // callbacks to run once mu_ is released
+  bool stopping_ = false;
+  int64_t next_expiry_check_ = 0;
+  uint64_t id_counter_ = 0;
+  std::thread timer_;
+};
+
+}  // namespace silt::broker

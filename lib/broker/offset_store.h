@@ -1,0 +1,74 @@
+// Where the group coordinator keeps committed offsets and group metadata durably: Kafka's
+// internal topic `__consumer_offsets` (record layouts in protocol/consumer_offsets.h), or an
+// in-memory list for tests.
+//
+// The coordinator writes each change as one batch to the partition that owns the group
+// (protocol::OffsetsPartitionFor) and replays everything stored when the broker starts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace silt::broker {
+
+class Broker;
+
+// A key and its value; no value is a tombstone.
+struct StoredRecord {
+  std::string key;
+  std::optional<std::string> value;
+};
+
+class OffsetLog {
+ public:
+  virtual ~OffsetLog() = default;
+  // Appends `records` for `group` as one batch (all or nothing) to the group's partition.
+  virtual Status Append(const std::string& group, const std::vector<StoredRecord>& records) = 0;
+  // Calls fn for every record stored, each partition in offset order. A value of nullopt is a
+  // tombstone. Control batches are skipped.
+  using ReplayFn = std::function<void(std::string_view key, std::optional<std::string_view> value)>;
+  virtual Status Replay(const ReplayFn& fn) = 0;
+};
+
+// Records kept in memory, in append order (tests).
+class MemoryOffsetLog : public OffsetLog {
+ public:
+  Status Append(const std::string& group, const std::vector<StoredRecord>& records) override;
+  Status Replay(const ReplayFn& fn) override;
+  std::vector<StoredRecord> records() const;
+  // Makes the next Append fail with `s` (once).
+  void FailNextAppend(Status s);
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<StoredRecord> records_;
+  std::optional<Status> fail_next_;
+};
+
+// The `__consumer_offsets` topic of a broker's data dir: created on the first write with
+// `partitions` partitions (offsets.topic.num.partitions) and cleanup.policy=compact. An
+// existing topic keeps its own partition count, which then decides where groups live.
+class ConsumerOffsetsTopic : public OffsetLog {
+ public:
+  ConsumerOffsetsTopic(Broker* broker, int32_t partitions)
+      : broker_(broker), partitions_(partitions) {}
+  Status Append(const std::string& group, const std::vector<StoredRecord>& records) override;
+  Status Replay(const ReplayFn& fn) override;
+
+ private:
+  // The topic's partition count, creating the topic when `create` and it is missing; 0 when it
+  // does not exist and is not created.
+  Result<int32_t> PartitionCount(bool create);
+
+  Broker* broker_;
+  int32_t partitions_;
+};
+
+}  // namespace silt::broker

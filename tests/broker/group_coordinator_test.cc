@@ -1,0 +1,585 @@
+// The group coordinator's state machine, driven directly with a fake clock and an in-memory
+// offset log: joins, rebalances, generations, timeouts, static members, offsets and their
+// persistence and expiry.
+#include "broker/group_coordinator.h"
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <optional>
+
+#include "base/clock.h"
+#include "broker/logging.h"
+#include "protocol/consumer_offsets.h"
+#include "protocol/errors.h"
+
+namespace silt::broker {
+namespace {
+
+using protocol::ErrorCode;
+
+int16_t E(ErrorCode c) { return protocol::ToWire(c); }
+
+struct FakeClock {
+  int64_t now = 1'700'000'000'000;
+  FakeClock() {
+    SetLogLevel(LogLevel::kWarn);
+    SetFakeClockForTesting([this] { return now; });
+  }
+  ~FakeClock() { SetFakeClockForTesting(nullptr); }
+  void Advance(int64_t ms) { now += ms; }
+};
+
+template <typename T>
+using Slot = std::shared_ptr<std::optional<T>>;
+
+struct Fixture {
+  FakeClock clock;
+  MemoryOffsetLog log;
+  GroupCoordinatorOptions options;
+  std::unique_ptr<GroupCoordinator> c;
+
+  explicit Fixture(int32_t initial_delay_ms = 0) {
+    options.run_timer_thread = false;
+    options.initial_rebalance_delay_ms = initial_delay_ms;
+    options.min_session_timeout_ms = 1000;
+    c = std::make_unique<GroupCoordinator>(options, &log);
+    REQUIRE(c->Load().ok());
+  }
+  void Restart() {
+    c.reset();
+    c = std::make_unique<GroupCoordinator>(options, &log);
+    REQUIRE(c->Load().ok());
+  }
+
+  static protocol::JoinGroupRequest JoinReq(const std::string& member_id,
+                                            std::vector<std::string> protocols = {"range"},
+                                            std::string metadata = "md") {
+    protocol::JoinGroupRequest r;
+    r.group_id = "g";
+    r.session_timeout_ms = 10000;
+    r.rebalance_timeout_ms = 30000;
+    r.member_id = member_id;
+    r.protocol_type = "consumer";
+    for (const auto& p : protocols) r.protocols.push_back({p, metadata + ":" + p});
+    return r;
+  }
+  Slot<protocol::JoinGroupResponse> Join(const protocol::JoinGroupRequest& r, int16_t version = 5,
+                                         const std::string& client = "client") {
+    auto slot = std::make_shared<std::optional<protocol::JoinGroupResponse>>();
+    c->JoinGroup(r, version, {client, "/127.0.0.1"},
+                 [slot](protocol::JoinGroupResponse resp) {
+                   REQUIRE(!slot->has_value());
+                   *slot = std::move(resp);
+                 });
+    return slot;
+  }
+  // A v5 join that goes through MEMBER_ID_REQUIRED first; returns the pending second join.
+  Slot<protocol::JoinGroupResponse> JoinNew(protocol::JoinGroupRequest r, std::string* id) {
+    auto first = Join(r);
+    REQUIRE(first->has_value());
+    REQUIRE((*first)->error_code == E(ErrorCode::MEMBER_ID_REQUIRED));
+    *id = (*first)->member_id;
+    r.member_id = *id;
+    return Join(r);
+  }
+  Slot<protocol::SyncGroupResponse> Sync(const std::string& member, int32_t generation,
+                                         std::vector<protocol::SyncGroupRequest::Assignment> a = {}) {
+    protocol::SyncGroupRequest r;
+    r.group_id = "g";
+    r.generation_id = generation;
+    r.member_id = member;
+    r.assignments = std::move(a);
+    auto slot = std::make_shared<std::optional<protocol::SyncGroupResponse>>();
+    c->SyncGroup(r, 3, [slot](protocol::SyncGroupResponse resp) {
+      REQUIRE(!slot->has_value());
+      *slot = std::move(resp);
+    });
+    return slot;
+  }
+  int16_t Heartbeat(const std::string& member, int32_t generation,
+                    std::optional<std::string> instance = std::nullopt) {
+    protocol::HeartbeatRequest r;
+    r.group_id = "g";
+    r.generation_id = generation;
+    r.member_id = member;
+    r.group_instance_id = instance;
+    return c->Heartbeat(r, 3).error_code;
+  }
+  int16_t Commit(const std::string& member, int32_t generation, const std::string& topic,
+                 int32_t partition, int64_t offset, const std::string& group = "g") {
+    protocol::OffsetCommitRequest r;
+    r.group_id = group;
+    r.generation_id_or_member_epoch = generation;
+    r.member_id = member;
+    r.topics.push_back({topic, {{partition, offset, 7, -1, std::string("md")}}});
+    auto resp = c->CommitOffsets(r, 7);
+    REQUIRE(resp.topics.size() == 1);
+    REQUIRE(resp.topics[0].partitions.size() == 1);
+    return resp.topics[0].partitions[0].error_code;
+  }
+  int64_t Committed(const std::string& topic, int32_t partition, const std::string& group = "g") {
+    protocol::OffsetFetchRequest r;
+    r.group_id = group;
+    r.topics.emplace();
+    r.topics->push_back({topic, {partition}});
+    auto resp = c->FetchOffsets(r, 5);
+    return resp.topics.at(0).partitions.at(0).committed_offset;
+  }
+  // One member through join and sync: returns its id and the generation.
+  std::pair<std::string, int32_t> StableSingle() {
+    std::string id;
+    auto j = JoinNew(JoinReq(""), &id);
+    REQUIRE(j->has_value());
+    REQUIRE((*j)->error_code == 0);
+    auto s = Sync(id, (*j)->generation_id, {{id, "A"}});
+    REQUIRE(s->has_value());
+    REQUIRE((*s)->error_code == 0);
+    return {id, (*j)->generation_id};
+  }
+};
+
+TEST_CASE("a v4+ join without a member id is told MEMBER_ID_REQUIRED and the id to use") {
+  Fixture f;
+  auto first = f.Join(Fixture::JoinReq(""), 4, "app");
+  REQUIRE(first->has_value());
+  CHECK((*first)->error_code == E(ErrorCode::MEMBER_ID_REQUIRED));
+  CHECK((*first)->member_id.rfind("app-", 0) == 0);
+  CHECK(f.c->GroupSize("g") == 0);
+  auto r = Fixture::JoinReq((*first)->member_id);
+  auto second = f.Join(r, 4);
+  REQUIRE(second->has_value());
+  CHECK((*second)->error_code == 0);
+  CHECK((*second)->member_id == (*first)->member_id);
+  CHECK((*second)->leader == (*first)->member_id);
+  CHECK((*second)->generation_id == 1);
+  CHECK((*second)->protocol_name == "range");
+  REQUIRE((*second)->members.size() == 1);
+  CHECK((*second)->members[0].metadata == "md:range");
+  CHECK(f.c->GroupState("g") == "CompletingRebalance");
+}
+
+TEST_CASE("a v3 join without a member id joins at once with an assigned id") {
+  Fixture f;
+  auto j = f.Join(Fixture::JoinReq(""), 3);
+  REQUIRE(j->has_value());
+  CHECK((*j)->error_code == 0);
+  CHECK(!(*j)->member_id.empty());
+  CHECK((*j)->generation_id == 1);
+}
+
+TEST_CASE("a second member triggers a rebalance that waits for the first to rejoin") {
+  Fixture f;
+  auto [a, gen1] = f.StableSingle();
+  CHECK(f.c->GroupState("g") == "Stable");
+  CHECK(gen1 == 1);
+
+  std::string b;
+  auto jb = f.JoinNew(Fixture::JoinReq(""), &b);
+  CHECK(!jb->has_value());  // waits for a
+  CHECK(f.c->GroupState("g") == "PreparingRebalance");
+  CHECK(f.Heartbeat(a, gen1) == E(ErrorCode::REBALANCE_IN_PROGRESS));
+
+  auto ja = f.Join(Fixture::JoinReq(a));
+  REQUIRE(ja->has_value());
+  REQUIRE(jb->has_value());
+  CHECK((*ja)->error_code == 0);
+  CHECK((*jb)->error_code == 0);
+  CHECK((*ja)->generation_id == 2);
+  CHECK((*jb)->generation_id == 2);
+  CHECK((*ja)->leader == a);
+  CHECK((*jb)->leader == a);
+  CHECK((*ja)->members.size() == 2);  // the leader sees everyone
+  CHECK((*jb)->members.empty());      // followers see no one
+
+  // The follower's sync waits for the leader's assignments.
+  auto sb = f.Sync(b, 2);
+  CHECK(!sb->has_value());
+  CHECK(f.Heartbeat(b, 2) == 0);
+  auto sa = f.Sync(a, 2, {{a, "for-a"}, {b, "for-b"}});
+  REQUIRE(sa->has_value());
+  REQUIRE(sb->has_value());
+  CHECK((*sa)->assignment == "for-a");
+  CHECK((*sb)->assignment == "for-b");
+  CHECK(f.c->GroupState("g") == "Stable");
+  CHECK(f.Heartbeat(a, 2) == 0);
+  CHECK(f.Heartbeat(a, 1) == E(ErrorCode::ILLEGAL_GENERATION));
+  CHECK(f.Heartbeat("nobody", 2) == E(ErrorCode::UNKNOWN_MEMBER_ID));
+  // A sync from an old generation is refused.
+  auto old = f.Sync(a, 1);
+  REQUIRE(old->has_value());
+  CHECK((*old)->error_code == E(ErrorCode::ILLEGAL_GENERATION));
+}
+
+TEST_CASE("the protocol is chosen by vote among those every member supports") {
+  Fixture f;
+  std::string a, b, c;
+  auto ja = f.JoinNew(Fixture::JoinReq("", {"roundrobin", "range"}), &a);
+  REQUIRE(ja->has_value());
+  CHECK((*ja)->protocol_name == "roundrobin");
+  auto jb = f.JoinNew(Fixture::JoinReq("", {"range", "roundrobin"}), &b);
+  auto jc = f.JoinNew(Fixture::JoinReq("", {"range", "sticky"}), &c);
+  CHECK(!jb->has_value());
+  auto ja2 = f.Join(Fixture::JoinReq(a, {"roundrobin", "range"}));
+  REQUIRE(ja2->has_value());
+  REQUIRE(jc->has_value());
+  // Only range is common to all three.
+  CHECK((*ja2)->protocol_name == "range");
+  CHECK((*jc)->protocol_name == "range");
+  REQUIRE((*ja2)->members.size() == 3);
+  for (const auto& m : (*ja2)->members) CHECK(m.metadata == "md:range");
+
+  // A member sharing no protocol with the group, or of another protocol type, is refused.
+  auto bad = f.Join(Fixture::JoinReq("", {"sticky"}));
+  REQUIRE(bad->has_value());
+  CHECK((*bad)->error_code == E(ErrorCode::INCONSISTENT_GROUP_PROTOCOL));
+  auto other_type = Fixture::JoinReq("", {"range"});
+  other_type.protocol_type = "connect";
+  auto bad2 = f.Join(other_type);
+  REQUIRE(bad2->has_value());
+  CHECK((*bad2)->error_code == E(ErrorCode::INCONSISTENT_GROUP_PROTOCOL));
+  // An empty group needs a protocol type and protocols.
+  auto empty = Fixture::JoinReq("", {});
+  empty.group_id = "h";
+  auto bad3 = f.Join(empty);
+  REQUIRE(bad3->has_value());
+  CHECK((*bad3)->error_code == E(ErrorCode::INCONSISTENT_GROUP_PROTOCOL));
+}
+
+TEST_CASE("session timeouts outside the broker's bounds are refused") {
+  Fixture f;
+  auto r = Fixture::JoinReq("");
+  r.session_timeout_ms = 10;
+  auto j = f.Join(r);
+  REQUIRE(j->has_value());
+  CHECK((*j)->error_code == E(ErrorCode::INVALID_SESSION_TIMEOUT));
+  r.session_timeout_ms = f.options.max_session_timeout_ms + 1;
+  j = f.Join(r);
+  REQUIRE(j->has_value());
+  CHECK((*j)->error_code == E(ErrorCode::INVALID_SESSION_TIMEOUT));
+  r.group_id = "";
+  r.session_timeout_ms = 10000;
+  j = f.Join(r);
+  REQUIRE(j->has_value());
+  CHECK((*j)->error_code == E(ErrorCode::INVALID_GROUP_ID));
+}
+
+TEST_CASE("a member that stops heartbeating is removed after its session timeout") {
+  Fixture f;
+  auto [a, g1] = f.StableSingle();
+  std::string b;
+  auto jb = f.JoinNew(Fixture::JoinReq(""), &b);
+  auto ja = f.Join(Fixture::JoinReq(a));
+  REQUIRE(jb->has_value());
+  auto sb = f.Sync(b, 2);
+  auto sa = f.Sync(a, 2, {{a, "x"}, {b, "y"}});
+  REQUIRE(sb->has_value());
+  CHECK(f.c->GroupState("g") == "Stable");
+
+  // b keeps heartbeating; a goes silent.
+  f.clock.Advance(6000);
+  CHECK(f.Heartbeat(b, 2) == 0);
+  f.c->Poll();
+  CHECK(f.c->GroupSize("g") == 2);
+  f.clock.Advance(4001);
+  CHECK(f.Heartbeat(b, 2) == 0);
+  f.c->Poll();
+  CHECK(f.c->GroupSize("g") == 1);
+  CHECK(f.c->GroupState("g") == "PreparingRebalance");
+  CHECK(f.Heartbeat(b, 2) == E(ErrorCode::REBALANCE_IN_PROGRESS));
+  CHECK(f.Heartbeat(a, 2) == E(ErrorCode::UNKNOWN_MEMBER_ID));
+  // The survivor rejoins alone and leads the next generation.
+  auto jb2 = f.Join(Fixture::JoinReq(b));
+  REQUIRE(jb2->has_value());
+  CHECK((*jb2)->generation_id == 3);
+  CHECK((*jb2)->leader == b);
+  CHECK((*jb2)->members.size() == 1);
+}
+
+TEST_CASE("members that do not rejoin within the rebalance timeout are dropped") {
+  Fixture f;
+  auto [a, g1] = f.StableSingle();
+  std::string b;
+  auto jb = f.JoinNew(Fixture::JoinReq(""), &b);
+  CHECK(!jb->has_value());
+  // a keeps heartbeating (so its session does not expire) but never rejoins.
+  for (int i = 0; i < 5; ++i) {
+    f.clock.Advance(5000);
+    CHECK(f.Heartbeat(a, g1) == E(ErrorCode::REBALANCE_IN_PROGRESS));
+    f.c->Poll();
+  }
+  f.clock.Advance(4999);
+  f.c->Poll();
+  CHECK(!jb->has_value());
+  f.clock.Advance(1);
+  f.c->Poll();
+  REQUIRE(jb->has_value());
+  CHECK((*jb)->error_code == 0);
+  CHECK((*jb)->leader == b);
+  CHECK(f.c->GroupSize("g") == 1);
+  CHECK(f.Heartbeat(a, 2) == E(ErrorCode::UNKNOWN_MEMBER_ID));
+}
+
+TEST_CASE("the initial rebalance delay gathers members joining an empty group") {
+  Fixture f(/*initial_delay_ms=*/3000);
+  std::string a, b;
+  auto ja = f.JoinNew(Fixture::JoinReq(""), &a);
+  f.clock.Advance(2000);
+  f.c->Poll();
+  CHECK(!ja->has_value());
+  auto jb = f.JoinNew(Fixture::JoinReq(""), &b);
+  f.clock.Advance(2000);  // past the first delay, within the one b's arrival started
+  f.c->Poll();
+  CHECK(!ja->has_value());
+  f.clock.Advance(1000);
+  f.c->Poll();
+  REQUIRE(ja->has_value());
+  REQUIRE(jb->has_value());
+  CHECK((*ja)->generation_id == 1);
+  CHECK((*jb)->generation_id == 1);
+  CHECK((*ja)->members.size() == 2);
+}
+
+TEST_CASE("LeaveGroup v3 removes a batch of members and rebalances the rest") {
+  Fixture f;
+  auto [a, g1] = f.StableSingle();
+  std::string b, c;
+  auto jb = f.JoinNew(Fixture::JoinReq(""), &b);
+  auto jc = f.JoinNew(Fixture::JoinReq(""), &c);
+  auto ja = f.Join(Fixture::JoinReq(a));
+  REQUIRE(jc->has_value());
+  f.Sync(b, 2);
+  f.Sync(c, 2);
+  f.Sync(a, 2, {});
+  CHECK(f.c->GroupState("g") == "Stable");
+
+  protocol::LeaveGroupRequest leave;
+  leave.group_id = "g";
+  leave.members = {{a, std::nullopt}, {c, std::nullopt}, {"ghost", std::nullopt}};
+  auto resp = f.c->LeaveGroup(leave, 3);
+  CHECK(resp.error_code == 0);
+  REQUIRE(resp.members.size() == 3);
+  CHECK(resp.members[0].error_code == 0);
+  CHECK(resp.members[1].error_code == 0);
+  CHECK(resp.members[2].error_code == E(ErrorCode::UNKNOWN_MEMBER_ID));
+  CHECK(f.c->GroupSize("g") == 1);
+  CHECK(f.c->GroupState("g") == "PreparingRebalance");
+  auto jb2 = f.Join(Fixture::JoinReq(b));
+  REQUIRE(jb2->has_value());
+  CHECK((*jb2)->leader == b);  // the leader left: the survivor leads
+
+  // v0-2: one member, the error at the top.
+  protocol::LeaveGroupRequest old;
+  old.group_id = "g";
+  old.member_id = "ghost";
+  CHECK(f.c->LeaveGroup(old, 1).error_code == E(ErrorCode::UNKNOWN_MEMBER_ID));
+  old.member_id = b;
+  CHECK(f.c->LeaveGroup(old, 1).error_code == 0);
+  CHECK(f.c->GroupState("g") == "Empty");
+}
+
+TEST_CASE("a static member restarting takes over its identity without a rebalance") {
+  Fixture f;
+  auto r = Fixture::JoinReq("");
+  r.group_instance_id = "instance-1";
+  auto j = f.Join(r);  // static members skip MEMBER_ID_REQUIRED
+  REQUIRE(j->has_value());
+  REQUIRE((*j)->error_code == 0);
+  std::string old_id = (*j)->member_id;
+  auto s = f.Sync(old_id, 1, {{old_id, "mine"}});
+  REQUIRE(s->has_value());
+  CHECK(f.c->GroupState("g") == "Stable");
+
+  // The process restarts: same instance id, no member id.
+  auto j2 = f.Join(r);
+  REQUIRE(j2->has_value());
+  CHECK((*j2)->error_code == 0);
+  std::string new_id = (*j2)->member_id;
+  CHECK(new_id != old_id);
+  CHECK((*j2)->generation_id == 1);  // no rebalance
+  CHECK(f.c->GroupState("g") == "Stable");
+  auto s2 = f.Sync(new_id, 1);
+  REQUIRE(s2->has_value());
+  CHECK((*s2)->assignment == "mine");
+  // The old incarnation is fenced.
+  CHECK(f.Heartbeat(old_id, 1, std::string("instance-1")) == E(ErrorCode::FENCED_INSTANCE_ID));
+  CHECK(f.Heartbeat(new_id, 1, std::string("instance-1")) == 0);
+
+  // Changed subscriptions do rebalance.
+  auto changed = Fixture::JoinReq("", {"range"}, "other");
+  changed.group_instance_id = "instance-1";
+  auto j3 = f.Join(changed);
+  REQUIRE(j3->has_value());
+  CHECK((*j3)->generation_id == 2);
+}
+
+TEST_CASE("offset commits check membership and generation; simple commits need an empty group") {
+  Fixture f;
+  // No group yet: a simple commit (generation -1) creates it; a generation is refused.
+  CHECK(f.Commit("", -1, "t", 0, 10, "simple") == 0);
+  CHECK(f.Committed("t", 0, "simple") == 10);
+  CHECK(f.Commit("m", 3, "t", 0, 11, "nogroup") == E(ErrorCode::ILLEGAL_GENERATION));
+
+  auto [a, gen] = f.StableSingle();
+  CHECK(f.Commit(a, gen, "t", 0, 5) == 0);
+  CHECK(f.Committed("t", 0) == 5);
+  CHECK(f.Commit(a, gen + 1, "t", 0, 6) == E(ErrorCode::ILLEGAL_GENERATION));
+  CHECK(f.Commit("stranger", gen, "t", 0, 6) == E(ErrorCode::UNKNOWN_MEMBER_ID));
+  CHECK(f.Commit("", -1, "t", 0, 6) == E(ErrorCode::UNKNOWN_MEMBER_ID));
+  CHECK(f.Committed("t", 0) == 5);
+  CHECK(f.Committed("t", 1) == -1);
+
+  // During PreparingRebalance the current generation may still commit (revocation commits).
+  std::string b;
+  auto jb = f.JoinNew(Fixture::JoinReq(""), &b);
+  CHECK(f.Commit(a, gen, "t", 1, 9) == 0);
+  auto ja = f.Join(Fixture::JoinReq(a));
+  REQUIRE(ja->has_value());
+  // CompletingRebalance: commits wait for the assignment.
+  CHECK(f.Commit(a, gen + 1, "t", 1, 10) == E(ErrorCode::REBALANCE_IN_PROGRESS));
+
+  // A failed write is reported and not applied.
+  f.Sync(a, gen + 1, {});
+  f.log.FailNextAppend(Status::IOError("disk gone"));
+  CHECK(f.Commit(a, gen + 1, "t", 1, 11) == E(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+  CHECK(f.Committed("t", 1) == 9);
+
+  // Null topics (v2+): every committed partition.
+  protocol::OffsetFetchRequest all;
+  all.group_id = "g";
+  auto resp = f.c->FetchOffsets(all, 5);
+  REQUIRE(resp.topics.size() == 1);
+  CHECK(resp.topics[0].name == "t");
+  REQUIRE(resp.topics[0].partitions.size() == 2);
+  CHECK(resp.topics[0].partitions[0].committed_offset == 5);
+  CHECK(resp.topics[0].partitions[0].committed_leader_epoch == 7);
+  CHECK(resp.topics[0].partitions[0].metadata == std::optional<std::string>("md"));
+  CHECK(resp.topics[0].partitions[1].committed_offset == 9);
+}
+
+TEST_CASE("offsets and groups are written as Kafka's records and come back after a restart") {
+  Fixture f;
+  auto [a, gen] = f.StableSingle();
+  CHECK(f.Commit(a, gen, "t", 2, 42) == 0);
+  bool saw_group = false, saw_offset = false;
+  for (const StoredRecord& r : f.log.records()) {
+    auto k = protocol::DecodeConsumerOffsetsKey(r.key);
+    REQUIRE(k.ok());
+    REQUIRE(r.value.has_value());
+    if (k->kind == protocol::ConsumerOffsetsKey::Kind::kGroupMetadata) {
+      auto v = protocol::DecodeGroupMetadataValue(*r.value);
+      REQUIRE(v.ok());
+      CHECK(v->generation == gen);
+      REQUIRE(v->members.size() == 1);
+      CHECK(v->members[0].member_id == a);
+      CHECK(v->members[0].assignment == "A");
+      CHECK(v->members[0].subscription == "md:range");
+      saw_group = true;
+    } else {
+      CHECK(k->offset == protocol::OffsetCommitKey{"g", "t", 2});
+      auto v = protocol::DecodeOffsetCommitValue(*r.value);
+      REQUIRE(v.ok());
+      CHECK(v->offset == 42);
+      CHECK(v->commit_timestamp == f.clock.now);
+      saw_offset = true;
+    }
+  }
+  CHECK(saw_group);
+  CHECK(saw_offset);
+
+  f.Restart();
+  CHECK(f.Committed("t", 2) == 42);
+  CHECK(f.c->GroupState("g") == "Stable");
+  CHECK(f.c->GroupGeneration("g") == gen);
+  // The member is back and must heartbeat within its session timeout.
+  CHECK(f.Heartbeat(a, gen) == 0);
+  auto s = f.Sync(a, gen);
+  REQUIRE(s->has_value());
+  CHECK((*s)->assignment == "A");
+  f.clock.Advance(10001);
+  f.c->Poll();
+  CHECK(f.c->GroupSize("g") == 0);
+  CHECK(f.c->GroupState("g") == "Empty");
+  CHECK(f.Committed("t", 2) == 42);
+}
+
+TEST_CASE("offsets of an empty group expire after the retention and the group goes") {
+  Fixture f;
+  f.options.offsets_retention_ms = 60000;
+  f.Restart();
+  auto [a, gen] = f.StableSingle();
+  CHECK(f.Commit(a, gen, "t", 0, 3) == 0);
+  CHECK(f.Commit("", -1, "t", 0, 8, "standalone") == 0);
+  f.clock.Advance(120000);
+  // A group with members keeps its offsets however old.
+  CHECK(f.Heartbeat(a, gen) == 0);
+  CHECK(f.c->ExpireOffsets() == 1);  // the standalone commit
+  CHECK(f.Committed("t", 0, "standalone") == -1);
+  CHECK(f.Committed("t", 0) == 3);
+
+  protocol::LeaveGroupRequest leave;
+  leave.group_id = "g";
+  leave.member_id = a;
+  CHECK(f.c->LeaveGroup(leave, 2).error_code == 0);
+  CHECK(f.c->GroupState("g") == "Empty");
+  f.clock.Advance(59000);
+  CHECK(f.c->ExpireOffsets() == 0);  // counted from when the group became empty
+  f.clock.Advance(1000);
+  CHECK(f.c->ExpireOffsets() == 1);
+  CHECK(f.Committed("t", 0) == -1);
+  CHECK(f.c->GroupState("g") == "Dead");
+  CHECK(f.c->ListGroups().groups.empty());
+
+  // Tombstones made it to the log: after a restart nothing comes back.
+  const auto recs = f.log.records();
+  REQUIRE(recs.size() >= 2);
+  CHECK(!recs.back().value.has_value());
+  f.Restart();
+  CHECK(f.Committed("t", 0) == -1);
+  CHECK(f.c->ListGroups().groups.empty());
+}
+
+TEST_CASE("DescribeGroups and ListGroups show members, state and assignment") {
+  Fixture f;
+  auto [a, gen] = f.StableSingle();
+  CHECK(f.Commit("", -1, "t", 0, 1, "standalone") == 0);
+  protocol::DescribeGroupsRequest d;
+  d.groups = {"g", "missing"};
+  auto resp = f.c->DescribeGroups(d, 4);
+  REQUIRE(resp.groups.size() == 2);
+  const auto& g = resp.groups[0];
+  CHECK(g.group_state == "Stable");
+  CHECK(g.protocol_type == "consumer");
+  CHECK(g.protocol_data == "range");
+  REQUIRE(g.members.size() == 1);
+  CHECK(g.members[0].member_id == a);
+  CHECK(g.members[0].client_id == "client");
+  CHECK(g.members[0].client_host == "/127.0.0.1");
+  CHECK(g.members[0].member_metadata == "md:range");
+  CHECK(g.members[0].member_assignment == "A");
+  CHECK(resp.groups[1].group_state == "Dead");
+  CHECK(resp.groups[1].error_code == 0);
+  auto list = f.c->ListGroups();
+  REQUIRE(list.groups.size() == 2);
+  CHECK(list.groups[0].group_id == "g");
+  CHECK(list.groups[0].protocol_type == "consumer");
+  CHECK(list.groups[1].group_id == "standalone");
+  CHECK(list.groups[1].protocol_type.empty());
+}
+
+TEST_CASE("shutting down answers waiting joins and syncs so their connections can close") {
+  Fixture f;
+  auto [a, gen] = f.StableSingle();
+  std::string b;
+  auto jb = f.JoinNew(Fixture::JoinReq(""), &b);
+  CHECK(!jb->has_value());
+  f.c->Shutdown();
+  REQUIRE(jb->has_value());
+  CHECK((*jb)->error_code == E(ErrorCode::NOT_COORDINATOR));
+  auto late = f.Join(Fixture::JoinReq(""));
+  REQUIRE(late->has_value());
+  CHECK((*late)->error_code == E(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+}
+
+}  // namespace
+}  // namespace silt::broker
