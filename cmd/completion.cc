@@ -26,7 +26,7 @@ std::vector<Flag> FlagsOf(const CLI::App* app) {
     for (const auto& l : o->get_lnames()) f.names.push_back("--" + l);
     if (f.names.empty()) continue;
     f.description = o->get_description();
-    f.takes_value = o->get_type_size() != 0;
+    f.takes_value = o->get_expected_max() > 0;  // flags expect no value
     out.push_back(std::move(f));
   }
   return out;

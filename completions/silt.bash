@@ -17,12 +17,14 @@ _silt() {
       "group:describe") path="group/describe" ;;
       "group:reset-offsets") path="group/reset-offsets" ;;
       "group:delete") path="group/delete" ;;
+      ":dump-segment") path="dump-segment" ;;
+      ":verify-crc") path="verify-crc" ;;
       ":completion") path="completion" ;;
     esac
   done
   local words
   case "$path" in
-    "") words="produce consume topic group completion -h --help -V --version" ;;
+    "") words="produce consume topic group dump-segment verify-crc completion -h --help -V --version" ;;
     "produce") words="-h --help -t --topic -K --key-delimiter -k --key -H --header -p --partition --partitioner -z --compression --format --batch-size --linger-ms --no-create -d --data-dir" ;;
     "consume") words="-h --help -t --topic -p --partition -o --offset -f --follow -c --count --format -g --group -d --data-dir" ;;
     "topic") words="create list describe delete alter-config -h --help -d --data-dir" ;;
@@ -36,6 +38,8 @@ _silt() {
     "group/describe") words="-h --help --format -d --data-dir" ;;
     "group/reset-offsets") words="-h --help --topic --to-earliest --to-latest --to-offset --to-datetime --shift-by --execute --format -d --data-dir" ;;
     "group/delete") words="-h --help -d --data-dir" ;;
+    "dump-segment") words="-h --help --records --json --shallow" ;;
+    "verify-crc") words="-h --help --repair --json -q --quiet --shallow" ;;
     "completion") words="-h --help" ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))

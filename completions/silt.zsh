@@ -4,16 +4,18 @@
 _silt() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
-    '-V[Display program version information and exit]:value:_files'
-    '--version[Display program version information and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '-V[Display program version information and exit]'
+    '--version[Display program version information and exit]'
   )
   subs=(
     'produce:write records from files or stdin to a topic'
     'consume:print a topic\'s records, or follow it like tail -f'
     'topic:create, list, describe, delete topics and change their configs'
     'group:list, describe, reset and delete consumer-group positions'
+    'dump-segment:print the batches, records and index entries of segment files'
+    'verify-crc:check (and with --repair, fix) segment files, partitions or data dirs'
     'completion:print a shell completion script (bash, zsh or fish)'
   )
   _arguments -C -s $opts '1: :->cmd' '*:: :->args'
@@ -25,6 +27,8 @@ _silt() {
         consume) _silt_consume ;;
         topic) _silt_topic ;;
         group) _silt_group ;;
+        dump-segment) _silt_dump_segment ;;
+        verify-crc) _silt_verify_crc ;;
         completion) _silt_completion ;;
       esac ;;
   esac
@@ -33,8 +37,8 @@ _silt() {
 _silt_produce() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-t[topic to write to]:value:_files'
     '--topic[topic to write to]:value:_files'
     '-K[split each line at the first DELIM into key and value]:value:_files'
@@ -51,7 +55,7 @@ _silt_produce() {
     '--format[input format: text (a record per line) or json (objects as consume prints)]:value:_files'
     '--batch-size[close a batch at this many bytes (default 1 MiB)]:value:_files'
     '--linger-ms[when input pauses, write waiting records after MS milliseconds (default 5)]:value:_files'
-    '--no-create[fail if the topic does not exist]:value:_files'
+    '--no-create[fail if the topic does not exist]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
   )
@@ -63,16 +67,16 @@ _silt_produce() {
 _silt_consume() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-t[topic to read]:value:_files'
     '--topic[topic to read]:value:_files'
     '-p[read only partition N (repeatable)]:value:_files'
     '--partition[read only partition N (repeatable)]:value:_files'
     '-o[start at beginning, end, N, -N or @TIME (default beginning)]:value:_files'
     '--offset[start at beginning, end, N, -N or @TIME (default beginning)]:value:_files'
-    '-f[keep waiting for new records, like tail -f]:value:_files'
-    '--follow[keep waiting for new records, like tail -f]:value:_files'
+    '-f[keep waiting for new records, like tail -f]'
+    '--follow[keep waiting for new records, like tail -f]'
     '-c[stop after N records]:value:_files'
     '--count[stop after N records]:value:_files'
     '--format[text (the value), json, or a template of %t %p %o %k %s %T %h]:value:_files'
@@ -89,8 +93,8 @@ _silt_consume() {
 _silt_topic() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
   )
@@ -118,8 +122,8 @@ _silt_topic() {
 _silt_topic_create() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--partitions[number of partitions (default 1)]:value:_files'
     '--config[topic config KEY=VALUE (repeatable)]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -133,8 +137,8 @@ _silt_topic_create() {
 _silt_topic_list() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -147,8 +151,8 @@ _silt_topic_list() {
 _silt_topic_describe() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -161,8 +165,8 @@ _silt_topic_describe() {
 _silt_topic_delete() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
   )
@@ -174,8 +178,8 @@ _silt_topic_delete() {
 _silt_topic_alter_config() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--config[topic config KEY=VALUE to set (repeatable)]:value:_files'
     '--delete-config[topic config KEY to reset to its default (repeatable)]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -189,8 +193,8 @@ _silt_topic_alter_config() {
 _silt_group() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
   )
@@ -216,8 +220,8 @@ _silt_group() {
 _silt_group_list() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -230,8 +234,8 @@ _silt_group_list() {
 _silt_group_describe() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -244,15 +248,15 @@ _silt_group_describe() {
 _silt_group_reset_offsets() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '--topic[topic whose positions move]:value:_files'
-    '--to-earliest[to each partition\'s log start]:value:_files'
-    '--to-latest[to each partition\'s log end]:value:_files'
+    '--to-earliest[to each partition\'s log start]'
+    '--to-latest[to each partition\'s log end]'
     '--to-offset[to offset N (clamped into the log)]:value:_files'
     '--to-datetime[to the first record at or after TIME (ms since the epoch or ISO-8601)]:value:_files'
     '--shift-by[by N (negative: back) from the current position]:value:_files'
-    '--execute[apply the plan (default: only print it)]:value:_files'
+    '--execute[apply the plan (default: only print it)]'
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -265,10 +269,40 @@ _silt_group_reset_offsets() {
 _silt_group_delete() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+  )
+  subs=(
+  )
+  _arguments -s $opts '*:file:_files'
+}
+
+_silt_dump_segment() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '--records[print every record of each batch]'
+    '--json[one JSON object per line per batch (records nested)]'
+    '--shallow[do not decode records to validate batches]'
+  )
+  subs=(
+  )
+  _arguments -s $opts '*:file:_files'
+}
+
+_silt_verify_crc() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '--repair[truncate each damaged segment at its first bad batch, quarantine the cut bytes and later segments, rebuild indexes]'
+    '--json[one JSON object per line: each problem, then a summary]'
+    '-q[print problems only, no summary line]'
+    '--quiet[print problems only, no summary line]'
+    '--shallow[check batch headers and CRCs only, without decoding the records]'
   )
   subs=(
   )
@@ -278,8 +312,8 @@ _silt_group_delete() {
 _silt_completion() {
   local -a opts subs
   opts=(
-    '-h[Print this help message and exit]:value:_files'
-    '--help[Print this help message and exit]:value:_files'
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
   )
   subs=(
   )
