@@ -42,9 +42,9 @@ Result<std::unique_ptr<Cluster>> Cluster::Connect(const ClusterOptions& options)
 }
 
 Result<Connection*> Cluster::Any() {
+  // The bootstrap connection is kept apart from the per-broker ones: those may have pipelined
+  // requests outstanding (the producer's), and a metadata call must not read their answers.
   if (bootstrap_ && !bootstrap_->broken()) return bootstrap_.get();
-  for (auto& [id, conn] : nodes_)
-    if (conn && !conn->broken()) return conn.get();
   std::string tried;
   Status last;
   // Bootstrap servers first, then any broker learnt from metadata.
@@ -72,12 +72,6 @@ Result<Connection*> Cluster::Node(int32_t node_id) {
   auto b = brokers_.find(node_id);
   if (b == brokers_.end())
     return Status::IOError("broker " + std::to_string(node_id) + " is not in the metadata");
-  // The bootstrap connection may already be this broker.
-  if (bootstrap_ && !bootstrap_->broken() && bootstrap_->address().host == b->second.host &&
-      bootstrap_->address().port == b->second.port) {
-    nodes_[node_id] = std::move(bootstrap_);
-    return nodes_[node_id].get();
-  }
   SILT_ASSIGN_OR_RETURN(auto conn,
                         Connection::Open(b->second, options_.client_id, options_.request_timeout_ms));
   nodes_[node_id] = std::move(conn);

@@ -58,7 +58,9 @@ class Cluster {
 
   const ClusterOptions& options() const { return options_; }
 
-  // Any live connection (the bootstrap one, reconnected if it broke).
+  // The connection for metadata and admin requests (to a bootstrap broker, or any broker known
+  // from metadata when none of those answers), reconnected if it broke. Never one of the
+  // per-broker connections of Node(), so it never has another caller's requests in flight.
   Result<Connection*> Any();
   // The connection to broker `node_id` (from the last Metadata answer), opened on first use.
   Result<Connection*> Node(int32_t node_id);

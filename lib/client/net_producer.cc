@@ -101,7 +101,9 @@ Result<std::unique_ptr<NetProducer>> NetProducer::Open(Cluster* cluster, const s
     part->leader = meta.partitions[i].leader;
     p->parts_.push_back(std::move(part));
   }
-  if (options.idempotent && options.acks != 0) SILT_TRY(p->InitProducerId());
+  // Idempotence needs acks=all, as in Kafka (whose producer turns it off otherwise).
+  if (options.acks != -1) p->options_.idempotent = false;
+  if (p->options_.idempotent) SILT_TRY(p->InitProducerId());
   return p;
 }
 

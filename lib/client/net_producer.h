@@ -5,7 +5,7 @@
 // carrying the ready batches of its partitions. Up to `max_in_flight` requests are pipelined per
 // connection.
 //
-// Idempotence (the default, as in Kafka 3.x): InitProducerId gives a producer id and epoch;
+// Idempotence (the default with acks=all, as in Kafka 3.x): InitProducerId gives a producer id and epoch;
 // every batch carries them and its partition's next sequence number, fixed when the batch is
 // closed. A batch that fails with a retriable error (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE,
 // UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT, a network error, ...) is re-sent with the same

@@ -158,7 +158,7 @@ else
   for grp in piped sig; do
     assert_contains "$("$SILT" group describe -b "$B" "$grp" --format json | head -1)" '"members":[]' "$grp left the group"
   done
-  assert_eq "$(printf 'sig\tpipe\t0\t1000\t1000\t0')" "$("$SILT" group describe -b "$B" sig)" "SIGTERM commits before leaving"
+  assert_contains "$("$SILT" group describe -b "$B" sig)" "$(printf 'sig\tpipe\t0\t1000\t1000\t0')" "SIGTERM commits before leaving"
 
   # ---- a mixed group: silt and confluent-kafka split a 4-partition topic ---------------------
   if ! /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null; then
