@@ -5,9 +5,9 @@
 // carrying the ready batches of its partitions. Up to `max_in_flight` requests are pipelined per
 // connection.
 //
-// Idempotence (the default with acks=all, as in Kafka 3.x): InitProducerId gives a producer id and epoch;
-// every batch carries them and its partition's next sequence number, fixed when the batch is
-// closed. A batch that fails with a retriable error (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE,
+// Idempotence (the default with acks=all, as in Kafka 3.x): InitProducerId gives a producer id
+// and epoch; every batch carries them and its partition's next sequence number, fixed when the
+// batch is closed. A batch that fails with a retriable error (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE,
 // UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT, a network error, ...) is re-sent with the same
 // bytes after a metadata refresh and a backoff, together with every later batch of its
 // partition, so order holds and the broker drops duplicates (DUPLICATE_SEQUENCE_NUMBER counts
