@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -66,14 +67,15 @@ int Describe(const GlobalOptions& g, const GroupArgs& a) {
   std::string out;
   for (const auto& [topic, parts] : *committed) {
     auto info = (*dir)->GetTopic(topic);
-    int32_t count = info.ok() ? info->partitions : 0;
+    std::vector<int32_t> present;
+    if (info.ok()) present = info->partition_ids;
     // Every partition of the topic, committed or not, so lag is visible everywhere.
     std::map<int32_t, std::optional<int64_t>> rows;
-    for (int32_t p = 0; p < count; ++p) rows[p] = std::nullopt;
+    for (int32_t p : present) rows[p] = std::nullopt;
     for (const auto& [p, o] : parts) rows[p] = o;
     for (const auto& [p, o] : rows) {
       std::optional<int64_t> end;
-      if (p < count) {
+      if (std::find(present.begin(), present.end(), p) != present.end()) {
         auto log = (*dir)->Partition(topic, p);
         if (!log.ok()) return Fail(log.status());
         end = (*log)->log_end_offset().value();
@@ -125,7 +127,7 @@ int ResetOffsets(const GlobalOptions& g, const GroupArgs& a) {
   client::Table t({"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"});
   std::string json_out;
   std::map<int32_t, int64_t> plan;
-  for (int32_t p = 0; p < info->partitions; ++p) {
+  for (int32_t p : info->partition_ids) {
     auto log = (*dir)->Partition(a.topic, p);
     if (!log.ok()) return Fail(log.status());
     const int64_t start = (*log)->log_start_offset().value();

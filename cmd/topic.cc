@@ -95,7 +95,10 @@ int Describe(const GlobalOptions& g, const TopicArgs& a) {
   const bool human = client::IsTerminal(1);
   client::Table t({"PARTITION", "LOG-START", "LOG-END", "SIZE", "SEGMENTS"});
   nlohmann::ordered_json parts = nlohmann::ordered_json::array();
-  for (int32_t p = 0; p < info->partitions; ++p) {
+  std::vector<int32_t> ids = info->partition_ids;
+  if (ids.empty())
+    for (int32_t p = 0; p < info->partitions; ++p) ids.push_back(p);
+  for (int32_t p : ids) {
     auto log = (*dir)->Partition(a.name, p);
     if (!log.ok()) return Fail(log.status());
     const storage::PartitionLog* l = *log;

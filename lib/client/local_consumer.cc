@@ -100,14 +100,17 @@ Result<std::unique_ptr<LocalConsumer>> LocalConsumer::Open(storage::DataDir* dir
     return info.status();
   }
   std::unique_ptr<LocalConsumer> c(new LocalConsumer(topic, options));
-  std::vector<int32_t> ids = options.partitions;
-  if (ids.empty())
-    for (int32_t p = 0; p < info->partitions; ++p) ids.push_back(p);
+  // Partitions present here (a directory copied from a broker may hold only some).
+  std::vector<int32_t> present = info->partition_ids;
+  if (present.empty())
+    for (int32_t p = 0; p < info->partitions; ++p) present.push_back(p);
+  std::vector<int32_t> ids = options.partitions.empty() ? present : options.partitions;
   for (int32_t id : ids) {
-    if (id < 0 || id >= info->partitions)
+    if (std::find(present.begin(), present.end(), id) == present.end())
       return Status::InvalidArgument("topic '" + topic + "' has " +
                                      std::to_string(info->partitions) +
-                                     " partition(s); there is no partition " + std::to_string(id));
+                                     " partition(s); there is no partition " + std::to_string(id) +
+                                     " here");
   }
   if (options.follow) {
     c->inotify_fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);

@@ -37,7 +37,7 @@ struct ProducerOptions {
   Partitioner::Kind partitioner = Partitioner::Kind::kDefault;
   int32_t partition = -1;           // >= 0: every record goes there
   bool create_topic = true;         // create a missing topic...
-  int32_t default_partitions = 1;   // ...with this many partitions
+  int32_t default_partitions = -1;  // ...with this many partitions (-1: the data dir's default)
   uint64_t seed = 0;                // for the sticky/random partitioners; 0: from the clock
 };
 
