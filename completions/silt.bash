@@ -19,12 +19,13 @@ _silt() {
       "group:delete") path="group/delete" ;;
       ":dump-segment") path="dump-segment" ;;
       ":verify-crc") path="verify-crc" ;;
+      ":serve") path="serve" ;;
       ":completion") path="completion" ;;
     esac
   done
   local words
   case "$path" in
-    "") words="produce consume topic group dump-segment verify-crc completion -h --help -V --version" ;;
+    "") words="produce consume topic group dump-segment verify-crc serve completion -h --help -V --version" ;;
     "produce") words="-h --help -t --topic -K --key-delimiter -k --key -H --header -p --partition --partitioner -z --compression --format --batch-size --linger-ms --no-create -d --data-dir" ;;
     "consume") words="-h --help -t --topic -p --partition -o --offset -f --follow -c --count --format -g --group -d --data-dir" ;;
     "topic") words="create list describe delete alter-config -h --help -d --data-dir" ;;
@@ -40,6 +41,7 @@ _silt() {
     "group/delete") words="-h --help -d --data-dir" ;;
     "dump-segment") words="-h --help --records --json --shallow" ;;
     "verify-crc") words="-h --help --repair --json -q --quiet --shallow" ;;
+    "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --node-id --set --log-level" ;;
     "completion") words="-h --help" ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))

@@ -16,6 +16,7 @@ _silt() {
     'group:list, describe, reset and delete consumer-group positions'
     'dump-segment:print the batches, records and index entries of segment files'
     'verify-crc:check (and with --repair, fix) segment files, partitions or data dirs'
+    'serve:run a broker that speaks the Kafka protocol'
     'completion:print a shell completion script (bash, zsh or fish)'
   )
   _arguments -C -s $opts '1: :->cmd' '*:: :->args'
@@ -29,6 +30,7 @@ _silt() {
         group) _silt_group ;;
         dump-segment) _silt_dump_segment ;;
         verify-crc) _silt_verify_crc ;;
+        serve) _silt_serve ;;
         completion) _silt_completion ;;
       esac ;;
   esac
@@ -303,6 +305,26 @@ _silt_verify_crc() {
     '-q[print problems only, no summary line]'
     '--quiet[print problems only, no summary line]'
     '--shallow[check batch headers and CRCs only, without decoding the records]'
+  )
+  subs=(
+  )
+  _arguments -s $opts '*:file:_files'
+}
+
+_silt_serve() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '-c[server.properties file (Kafka\'s key names); flags override it]:value:_files'
+    '--config[server.properties file (Kafka\'s key names); flags override it]:value:_files'
+    '-d[data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '--data-dir[data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '--listen[address to listen on, HOST:PORT (default 127.0.0.1:9092; port 0 picks one)]:value:_files'
+    '--advertised-listener[HOST:PORT clients are told to connect to (default: the bound address)]:value:_files'
+    '--node-id[this broker\'s node id (default 0)]:value:_files'
+    '--set[set a broker config, key=value (repeatable)]:value:_files'
+    '--log-level[debug, info, warn or error (default info)]:value:_files'
   )
   subs=(
   )

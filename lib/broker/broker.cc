@@ -289,7 +289,7 @@ Result<int64_t> Broker::AllocateProducerId() {
   return next_producer_id_++;
 }
 
-int Broker::ApplyRetention() {
+int Broker::Maintain(bool retention) {
   std::vector<std::shared_ptr<PartitionState>> states;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -299,6 +299,12 @@ int Broker::ApplyRetention() {
   for (auto& s : states) {
     auto log = s->Log();
     if (!log) continue;
+    Status f = log->MaybeFlush();
+    if (!f.ok()) {
+      LogError("flush of " + s->topic() + "-" + std::to_string(s->partition()) + ": " +
+               f.ToString());
+    }
+    if (!retention) continue;
     auto n = log->ApplyRetention();
     if (!n.ok()) {
       LogError("retention on " + s->topic() + "-" + std::to_string(s->partition()) + ": " +
@@ -308,6 +314,13 @@ int Broker::ApplyRetention() {
               std::to_string(s->partition()) + "; log start now " +
               std::to_string(log->log_start_offset().value()));
       deleted += *n;
+    }
+  }
+  if (retention) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (dir_) {
+      Status c = dir_->Checkpoint();
+      if (!c.ok()) LogError("writing checkpoints: " + c.ToString());
     }
   }
   return deleted;

@@ -111,9 +111,10 @@ class Broker {
   // The group coordinator (consumer groups and committed offsets, kept in __consumer_offsets).
   GroupCoordinator& groups() { return *groups_; }
 
-  // Periodic upkeep of every open partition: deletes segments past retention. Returns the
-  // number of segments deleted. Called by the server's maintenance thread.
-  int ApplyRetention();
+  // Periodic upkeep, called by the server's maintenance thread: time-based flushes (flush.ms)
+  // of every open partition; with `retention`, also deletes segments past retention and writes
+  // the data dir's checkpoints. Returns the number of segments deleted.
+  int Maintain(bool retention);
 
   // Set when shutting down: long-polling fetches answer at once.
   bool stopping() const { return stopping_.load(); }

@@ -48,13 +48,20 @@ struct Server::Impl {
 };
 
 void Server::Impl::Maintain() {
+  // Wakes every second for flush.ms; retention runs every log.retention.check.interval.ms.
+  const auto tick = std::chrono::milliseconds(
+      std::min<int64_t>(1000, config.retention_check_interval_ms));
+  const auto retention_every = std::chrono::milliseconds(config.retention_check_interval_ms);
+  auto next_retention = std::chrono::steady_clock::now() + retention_every;
   std::unique_lock<std::mutex> lock(mu);
   for (;;) {
-    cv.wait_for(lock, std::chrono::milliseconds(config.retention_check_interval_ms),
-                [this] { return shut_down; });
+    cv.wait_for(lock, tick, [this] { return shut_down; });
     if (shut_down) return;
     lock.unlock();
-    broker->ApplyRetention();
+    auto now = std::chrono::steady_clock::now();
+    bool retention = now >= next_retention;
+    if (retention) next_retention = now + retention_every;
+    broker->Maintain(retention);
     lock.lock();
   }
 }

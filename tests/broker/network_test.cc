@@ -263,3 +263,30 @@ TEST_CASE("shutdown answers a waiting long poll and closes the data dir cleanly"
   CHECK(c.Receive(&f, 11, 2000) == 5);
   CHECK(PathExists(JoinPath(b.data_dir, "clean-shutdown")));
 }
+
+TEST_CASE("more pipelined requests than the in-flight limit are all answered, in order") {
+  BrokerConfig cfg;
+  cfg.max_in_flight_per_connection = 8;
+  TestBroker b(cfg);
+  Client c(b.port);
+  CreateTopic(c, "many");
+  std::string batch = MakeBatch(1);
+  for (int i = 0; i < 150; ++i) {
+    if (i % 3 == 0) {
+      c.Send(MakeProduce("many", 0, batch), 8, 1000 + i);
+    } else {
+      c.Send(protocol::ApiVersionsRequest{}, 3, 1000 + i);
+    }
+  }
+  int64_t next_offset = 0;
+  for (int i = 0; i < 150; ++i) {
+    if (i % 3 == 0) {
+      protocol::ProduceResponse p;
+      REQUIRE(c.Receive(&p, 8) == 1000 + i);
+      CHECK(p.responses[0].partition_responses[0].base_offset == next_offset++);
+    } else {
+      protocol::ApiVersionsResponse a;
+      REQUIRE(c.Receive(&a, 3) == 1000 + i);
+    }
+  }
+}
