@@ -14,6 +14,7 @@
 #include "format/layout.h"
 #include "format/legacy.h"
 #include "format/record_batch.h"
+#include "protocol/consumer_offsets.h"
 #include "storage/verify.h"
 
 namespace silt::cmd {
@@ -25,6 +26,22 @@ struct DumpFlags {
   bool json = false;
   bool shallow = false;
 };
+
+// True for a file in a `__consumer_offsets-N` partition directory, whose records are Kafka's
+// committed offsets and group metadata (protocol/consumer_offsets.h).
+bool IsConsumerOffsetsFile(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return false;
+  std::string dir = path.substr(0, slash);
+  size_t start = dir.rfind('/');
+  dir = start == std::string::npos ? dir : dir.substr(start + 1);
+  const std::string prefix = std::string(protocol::kConsumerOffsetsTopic) + "-";
+  if (dir.size() <= prefix.size() || dir.compare(0, prefix.size(), prefix) != 0) return false;
+  for (size_t i = prefix.size(); i < dir.size(); ++i) {
+    if (dir[i] < '0' || dir[i] > '9') return false;
+  }
+  return true;
+}
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -130,6 +147,79 @@ nlohmann::ordered_json RecordJson(const format::RecordView& r) {
           {"headers", h}};
 }
 
+// A __consumer_offsets record decoded: {"key": {...}, "value": {...} or null}. Parts that do
+// not decode say so in an "error" field rather than failing the dump.
+nlohmann::ordered_json ConsumerOffsetsJson(const format::RecordView& r) {
+  nlohmann::ordered_json out;
+  if (r.key_null) return {{"error", "null key"}};
+  auto key = protocol::DecodeConsumerOffsetsKey(r.key);
+  if (!key.ok()) return {{"key", {{"error", key.status().ToString()}}}};
+  using Kind = protocol::ConsumerOffsetsKey::Kind;
+  switch (key->kind) {
+    case Kind::kOffsetCommit:
+      out["key"] = {{"type", "offset_commit"},
+                    {"version", key->version},
+                    {"group", key->offset.group},
+                    {"topic", key->offset.topic},
+                    {"partition", key->offset.partition}};
+      break;
+    case Kind::kGroupMetadata:
+      out["key"] = {{"type", "group_metadata"},
+                    {"version", key->version},
+                    {"group", key->metadata.group}};
+      break;
+    case Kind::kOther:
+      out["key"] = {{"type", "unknown"}, {"version", key->version}};
+      return out;
+  }
+  if (r.value_null) {
+    out["value"] = nullptr;  // a tombstone: the offset or the group was deleted
+    return out;
+  }
+  if (key->kind == Kind::kOffsetCommit) {
+    auto v = protocol::DecodeOffsetCommitValue(r.value);
+    if (!v.ok()) {
+      out["value"] = {{"error", v.status().ToString()}};
+      return out;
+    }
+    out["value"] = {{"version", v->version},
+                    {"offset", v->offset},
+                    {"leaderEpoch", v->leader_epoch},
+                    {"metadata", v->metadata},
+                    {"commitTimestamp", v->commit_timestamp}};
+    if (v->version == 1) out["value"]["expireTimestamp"] = v->expire_timestamp;
+    return out;
+  }
+  auto v = protocol::DecodeGroupMetadataValue(r.value);
+  if (!v.ok()) {
+    out["value"] = {{"error", v.status().ToString()}};
+    return out;
+  }
+  nlohmann::ordered_json members = nlohmann::ordered_json::array();
+  for (const auto& m : v->members) {
+    members.push_back({{"memberId", m.member_id},
+                       {"groupInstanceId", m.group_instance_id ? nlohmann::ordered_json(*m.group_instance_id)
+                                                               : nlohmann::ordered_json(nullptr)},
+                       {"clientId", m.client_id},
+                       {"clientHost", m.client_host},
+                       {"rebalanceTimeout", m.rebalance_timeout},
+                       {"sessionTimeout", m.session_timeout},
+                       {"subscription", BytesJson(false, m.subscription)},
+                       {"assignment", BytesJson(false, m.assignment)}});
+  }
+  auto opt = [](const std::optional<std::string>& s) {
+    return s ? nlohmann::ordered_json(*s) : nlohmann::ordered_json(nullptr);
+  };
+  out["value"] = {{"version", v->version},
+                  {"protocolType", v->protocol_type},
+                  {"generation", v->generation},
+                  {"protocol", opt(v->protocol)},
+                  {"leader", opt(v->leader)},
+                  {"currentStateTimestamp", v->current_state_timestamp},
+                  {"members", members}};
+  return out;
+}
+
 std::string RecordText(const format::RecordView& r) {
   std::string s = "| offset: " + std::to_string(r.offset) +
                   " timestamp: " + std::to_string(r.timestamp) +
@@ -151,6 +241,7 @@ std::string RecordText(const format::RecordView& r) {
 }
 
 Status DumpLog(const std::string& path, const DumpFlags& f, storage::VerifyReport* report) {
+  const bool offsets_topic = IsConsumerOffsetsFile(path);
   storage::ScanOptions options;
   options.check_records = !f.shallow;
   options.check_indexes = false;
@@ -201,8 +292,13 @@ Status DumpLog(const std::string& path, const DumpFlags& f, storage::VerifyRepor
         nlohmann::ordered_json recs = nlohmann::ordered_json::array();
         std::string text;
         Status rs = view.ok() ? view->ForEachRecord([&](const format::RecordView& r) {
-          if (f.json) recs.push_back(RecordJson(r));
-          else text += "\n" + RecordText(r);
+          if (f.json) {
+            recs.push_back(RecordJson(r));
+            if (offsets_topic && !e.header.control()) recs.back()["decoded"] = ConsumerOffsetsJson(r);
+          } else {
+            text += "\n" + RecordText(r);
+            if (offsets_topic && !e.header.control()) text += " decoded: " + ConsumerOffsetsJson(r).dump();
+          }
           return true;
         }) : view.status();
         if (!rs.ok() && record_error.ok())

@@ -285,14 +285,32 @@ void GroupCoordinator::Shutdown() {
   if (timer_.joinable()) timer_.join();
 }
 
+void GroupCoordinator::PrepareStorageSoon() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (prepared_ || prepare_requested_ || !timer_.joinable()) return;
+    prepare_requested_ = true;
+  }
+  cv_.notify_all();
+}
+
 void GroupCoordinator::TimerLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
+    if (prepare_requested_ && !prepared_) {
+      lock.unlock();
+      Status s = log_->Prepare();
+      if (!s.ok()) LogWarn("group coordinator: preparing the offsets log: " + s.ToString());
+      lock.lock();
+      prepared_ = true;
+      continue;
+    }
     int64_t deadline = NextDeadline();
     int64_t wait = deadline == kNoDeadline ? 60000 : std::max<int64_t>(0, deadline - Now());
     if (wait > 0) {
       cv_.wait_for(lock, std::chrono::milliseconds(std::min<int64_t>(wait, 60000)));
       if (stopping_) break;
+      if (prepare_requested_ && !prepared_) continue;
       if (NextDeadline() > Now()) continue;
     }
     lock.unlock();

@@ -82,6 +82,10 @@ class GroupCoordinator {
   // timer thread. Idempotent.
   void Shutdown();
 
+  // Asks the timer thread to get the offset log ready for writes (creating __consumer_offsets)
+  // now, so that the first group to store something does not wait for it. Returns at once.
+  void PrepareStorageSoon();
+
   // Each request is answered through its callback exactly once, now or later, from any thread.
   void JoinGroup(const protocol::JoinGroupRequest& req, int16_t version, const ClientInfo& client,
                  JoinCallback done);
@@ -141,6 +145,8 @@ class GroupCoordinator {
   std::map<std::string, std::unique_ptr<Group>> groups_;
   std::vector<std::function<void()>> calls_;  // callbacks to run once mu_ is released
   bool stopping_ = false;
+  bool prepare_requested_ = false;
+  bool prepared_ = false;
   int64_t next_expiry_check_ = 0;
   uint64_t id_counter_ = 0;
   std::thread timer_;

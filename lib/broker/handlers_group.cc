@@ -35,6 +35,9 @@ Status HandleFindCoordinator(Broker& b, std::shared_ptr<Request> req, Respond re
     resp.node_id = -1;
     resp.port = -1;
   } else {
+    // As in Kafka, looking for a group coordinator gets __consumer_offsets created (here in
+    // the background, so this answer does not wait for it).
+    b.groups().PrepareStorageSoon();
     resp.node_id = b.node_id();
     resp.host = b.advertised_host();
     resp.port = b.advertised_port();

@@ -46,10 +46,13 @@ Result<int32_t> ConsumerOffsetsTopic::PartitionCount(bool create) {
   if (t.ok()) return t->partitions;
   if (!t.status().IsNotFound()) return t.status();
   if (!create) return 0;
-  SILT_ASSIGN_OR_RETURN(storage::TopicInfo created,
-                        broker_->CreateTopic(protocol::kConsumerOffsetsTopic, partitions_,
-                                             {{"cleanup.policy", "compact"}}));
-  return created.partitions;
+  auto created = broker_->CreateTopic(protocol::kConsumerOffsetsTopic, partitions_,
+                                      {{"cleanup.policy", "compact"}});
+  if (created.ok()) return created->partitions;
+  if (created.status().code() != Status::Code::kAlreadyExists) return created.status();
+  // Created meanwhile by another thread.
+  SILT_ASSIGN_OR_RETURN(storage::TopicInfo t2, broker_->GetTopic(protocol::kConsumerOffsetsTopic));
+  return t2.partitions;
 }
 
 Status ConsumerOffsetsTopic::Append(const std::string& group,

@@ -35,6 +35,9 @@ class OffsetLog {
   // tombstone. Control batches are skipped.
   using ReplayFn = std::function<void(std::string_view key, std::optional<std::string_view> value)>;
   virtual Status Replay(const ReplayFn& fn) = 0;
+  // Makes the storage ready for writes ahead of the first one (may take a while: creating
+  // the topic). Optional; Append does it too when needed.
+  virtual Status Prepare() { return Status::OK(); }
 };
 
 // Records kept in memory, in append order (tests).
@@ -61,6 +64,7 @@ class ConsumerOffsetsTopic : public OffsetLog {
       : broker_(broker), partitions_(partitions) {}
   Status Append(const std::string& group, const std::vector<StoredRecord>& records) override;
   Status Replay(const ReplayFn& fn) override;
+  Status Prepare() override { return PartitionCount(/*create=*/true).status(); }
 
  private:
   // The topic's partition count, creating the topic when `create` and it is missing; 0 when it

@@ -88,6 +88,34 @@ check "damaged file exits 1 (got $rc)" '[ $rc -eq 1 ]'
 check "problem names the file and position" 'grep -q "00000000000000000000.log:[0-9]*: corruption" "$T/err"'
 check "batches before the damage printed" '[ "$(echo "$out" | wc -l)" -ge 20 ]'
 
+# __consumer_offsets records are decoded (Kafka 3.7: group DEVSmileCDR).
+CO="$K37/__consumer_offsets-6/00000000000000000000.log"
+out=$("$SILT" dump-segment --records "$CO"); rc=$?
+check "consumer offsets: exit 0 (got $rc)" '[ $rc -eq 0 ]'
+check "consumer offsets: every record decoded" '[ "$(echo "$out" | grep -c "^| offset.* decoded: {")" -eq 13 ]'
+check "consumer offsets: 7 offset commits of DEVSmileCDR" '[ "$(echo "$out" | grep -c "decoded: {\"key\":{\"type\":\"offset_commit\",\"version\":1,\"group\":\"DEVSmileCDR\"")" -eq 7 ]'
+check "consumer offsets: 6 group metadata records" '[ "$(echo "$out" | grep -c "\"type\":\"group_metadata\",\"version\":2,\"group\":\"DEVSmileCDR\"")" -eq 6 ]'
+"$SILT" dump-segment --json --records "$CO" > "$T/co.json"
+check "consumer offsets json: decoded keys and values" "$PY - \"$T/co.json\" <<'PYEOF'
+import json, sys
+recs = [r for l in open(sys.argv[1]) for r in json.loads(l)['records']]
+assert len(recs) == 13, len(recs)
+dec = [r['decoded'] for r in recs]
+commits = [d for d in dec if d['key']['type'] == 'offset_commit']
+groups = [d for d in dec if d['key']['type'] == 'group_metadata']
+assert len(commits) == 7 and len(groups) == 6
+assert all(d['key']['group'] == 'DEVSmileCDR' for d in dec)
+assert all(d['value']['version'] == 3 and d['value']['commitTimestamp'] > 1700000000000 for d in commits)
+last = [d for d in commits if d['key']['topic'] == 'TestTopicPatient' and d['key']['partition'] == 0][-1]
+assert last['value']['offset'] == 3, last
+g = groups[-1]['value']
+assert g['protocolType'] == 'consumer' and g['generation'] > 0 and g['members'], g
+m = g['members'][0]
+assert m['clientHost'].startswith('/') and m['sessionTimeout'] > 0 and 'base64' in m['assignment'], m
+PYEOF"
+# Other topics get no "decoded" field.
+check "no decoding outside __consumer_offsets" '! "$SILT" dump-segment --records "$K37/TestTopicPatient-0/00000000000000000000.log" | grep -q decoded'
+
 # Bad arguments.
 "$SILT" dump-segment "$T/missing.log" 2>/dev/null; rc=$?
 check "missing file exits 2 (got $rc)" '[ $rc -eq 2 ]'
