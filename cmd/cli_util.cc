@@ -26,7 +26,10 @@ Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bo
   o.read_only = !writable;
   o.create = writable;
   auto dir = storage::DataDir::Open(g.data_dir, o);
-  if (!dir.ok()) return dir.status().WithContext("data directory '" + g.data_dir + "'");
+  if (!dir.ok()) {
+    if (dir.status().message().find(g.data_dir) != std::string::npos) return dir.status();
+    return dir.status().WithContext("data directory '" + g.data_dir + "'");
+  }
   return dir;
 }
 

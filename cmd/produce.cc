@@ -272,6 +272,9 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
   Status closed = (*dir)->Close();
   if (!failed.ok()) {
     std::string msg = failed_where.empty() ? failed.message() : failed_where + ": " + failed.message();
+    if (failed.IsTooLarge() && failed_where.empty())
+      msg += " (topic '" + a.topic + "' has max.message.bytes=" +
+             std::to_string(p.max_message_bytes()) + ")";
     msg += "; the " + std::to_string(p.records_appended()) + " record(s) before it were written";
     return Fail(msg);
   }

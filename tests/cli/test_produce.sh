@@ -129,6 +129,9 @@ if [ "$(id -u)" -ne 0 ]; then
   expect_fail 2 "unreadable file" "$SILT" produce -t unread "$TMP/ok" "$TMP/secret"
   assert_contains "$ERR" "$TMP/secret" "unreadable file is named"
 fi
+# A file that opens but cannot be read (even by root): a clear error naming it.
+expect_fail 2 "read error" "$SILT" produce -t readerr /proc/self/mem
+assert_contains "$ERR" "/proc/self/mem" "the unreadable file is named"
 expect_fail 2 "missing file" "$SILT" produce -t unread "$TMP/ok" "$TMP/no-such-file"
 assert_contains "$ERR" "no-such-file" "missing file is named"
 expect_fail 2 "a directory as input" "$SILT" produce -t unread "$TMP"
