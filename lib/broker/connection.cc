@@ -9,13 +9,10 @@
 #include "base/coding.h"
 #include "broker/dispatch.h"
 #include "broker/logging.h"
+#include "protocol/header.h"
 
 namespace silt::broker {
 namespace {
-
-// The smallest request header: request_api_key(2) request_api_version(2) correlation_id(4)
-// client_id length(2).
-constexpr int64_t kMinRequestBytes = 2 + 2 + 4 + 2;
 
 // What a refused size prefix probably was, for the log line.
 std::string GuessProtocol(const char b[4]) {
@@ -126,16 +123,14 @@ void Connection::OnSize(const asio::error_code& ec, size_t) {
     CloseOnStrand(ec == asio::error::eof ? "closed by peer" : ec.message(), false);
     return;
   }
-  int32_t size = static_cast<int32_t>(DecodeBE32(size_buf_));
-  if (size < kMinRequestBytes || size > env_->max_request_bytes) {
-    // Checked before allocating anything: an HTTP request or a TLS hello decodes to a huge size.
-    CloseOnStrand("refusing request of " + std::to_string(size) + " bytes (socket.request.max.bytes " +
-                      std::to_string(env_->max_request_bytes) + ", minimum " +
-                      std::to_string(kMinRequestBytes) + ")" + GuessProtocol(size_buf_),
-                  true);
+  // Checked before allocating anything: an HTTP request or a TLS hello decodes to a huge size.
+  auto size = protocol::ParseFrameSize(std::string_view(size_buf_, 4),
+                                       static_cast<int32_t>(env_->max_request_bytes));
+  if (!size.ok()) {
+    CloseOnStrand("refusing request: " + size.status().message() + GuessProtocol(size_buf_), true);
     return;
   }
-  frame_.resize(static_cast<size_t>(size));
+  frame_.resize(static_cast<size_t>(*size));
   reading_ = true;
   auto self = shared_from_this();
   asio::async_read(socket_, asio::buffer(frame_.data(), frame_.size()),
