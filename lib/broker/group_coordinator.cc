@@ -322,7 +322,9 @@ void GroupCoordinator::TimerLoop() {
 int64_t GroupCoordinator::NextDeadline() {
   int64_t d = next_expiry_check_ > 0 ? next_expiry_check_ : kNoDeadline;
   for (auto& [id, g] : groups_) {
-    if (g->state == State::kPreparingRebalance) d = std::min(d, g->rebalance_deadline);
+    if (g->state == State::kPreparingRebalance || g->state == State::kCompletingRebalance) {
+      d = std::min(d, g->rebalance_deadline);
+    }
     for (auto& [pid, pd] : g->pending_members) d = std::min(d, pd);
     for (const Member& m : g->members) {
       if (!m.KeptAlive()) d = std::min(d, m.heartbeat_deadline);
@@ -357,6 +359,17 @@ void GroupCoordinator::Poll() {
       }
       for (const std::string& m : expired) {
         RemoveMember(*g, m, "session timeout expired for member " + m);
+      }
+      if (g->state == State::kCompletingRebalance && g->rebalance_deadline <= now) {
+        // Members that never sent SyncGroup (a leader that never assigns, above all) go, so
+        // the others are not kept waiting for ever.
+        std::vector<std::string> unsynced;
+        for (const Member& m : g->members) {
+          if (!m.awaiting_sync) unsynced.push_back(m.id);
+        }
+        for (const std::string& m : unsynced) {
+          RemoveMember(*g, m, "no SyncGroup from member " + m + " within the rebalance timeout");
+        }
       }
       if (g->state == State::kPreparingRebalance) {
         if (g->rebalance_deadline <= now) {
@@ -520,6 +533,7 @@ void GroupCoordinator::CompleteJoin(Group& g) {
   if (g.Find(g.leader) == nullptr) g.leader = g.members.front().id;
   g.protocol = g.SelectProtocol();
   g.state = State::kCompletingRebalance;
+  g.rebalance_deadline = now + g.MaxRebalanceTimeout();
   LogInfo("group " + g.id + ": generation " + std::to_string(g.generation) + " with " +
           std::to_string(g.members.size()) + " member(s), protocol " + *g.protocol +
           ", leader " + g.leader);
@@ -798,6 +812,7 @@ void GroupCoordinator::SyncGroup(const protocol::SyncGroupRequest& req, int16_t 
       }
       g->state = State::kStable;
       g->state_timestamp = now;
+      g->rebalance_deadline = kNoDeadline;
       LogInfo("group " + g->id + ": generation " + std::to_string(g->generation) + " is stable");
       return;
     }

@@ -2,6 +2,7 @@
 #include "broker/dispatch.h"
 #include "broker/handlers.h"
 #include "broker/logging.h"
+#include "protocol/consumer_offsets.h"
 #include "protocol/messages.h"
 
 namespace silt::broker {
@@ -56,6 +57,7 @@ namespace {
 protocol::MetadataResponse::Topic DescribeTopic(Broker& b, const storage::TopicInfo& t) {
   protocol::MetadataResponse::Topic out;
   out.name = t.name;
+  out.is_internal = t.name == protocol::kConsumerOffsetsTopic;
   for (int32_t p = 0; p < t.partitions; ++p) {
     protocol::MetadataResponse::Partition part;
     part.partition_index = p;

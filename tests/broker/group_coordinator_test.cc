@@ -325,6 +325,32 @@ TEST_CASE("members that do not rejoin within the rebalance timeout are dropped")
   CHECK(f.Heartbeat(a, 2) == E(ErrorCode::UNKNOWN_MEMBER_ID));
 }
 
+TEST_CASE("a leader that never sends SyncGroup is removed after the rebalance timeout") {
+  Fixture f;
+  auto [a, g1] = f.StableSingle();
+  std::string b;
+  auto jb = f.JoinNew(Fixture::JoinReq(""), &b);
+  auto ja = f.Join(Fixture::JoinReq(a));
+  REQUIRE(jb->has_value());
+  CHECK(f.c->GroupState("g") == "CompletingRebalance");
+  auto sb = f.Sync(b, 2);
+  // a (the leader) heartbeats but never assigns.
+  for (int i = 0; i < 5; ++i) {
+    f.clock.Advance(5000);
+    CHECK(f.Heartbeat(a, 2) == 0);
+    f.c->Poll();
+  }
+  CHECK(!sb->has_value());
+  f.clock.Advance(5000);
+  f.c->Poll();
+  REQUIRE(sb->has_value());
+  CHECK((*sb)->error_code == E(ErrorCode::REBALANCE_IN_PROGRESS));
+  CHECK(f.c->GroupSize("g") == 1);
+  auto jb2 = f.Join(Fixture::JoinReq(b));
+  REQUIRE(jb2->has_value());
+  CHECK((*jb2)->leader == b);
+}
+
 TEST_CASE("the initial rebalance delay gathers members joining an empty group") {
   Fixture f(/*initial_delay_ms=*/3000);
   std::string a, b;
