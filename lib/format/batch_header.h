@@ -35,6 +35,9 @@ struct BatchHeader {
   bool log_append_time() const { return (attributes & kTimestampTypeBit) != 0; }
   bool transactional() const { return (attributes & kTransactionalBit) != 0; }
   bool control() const { return (attributes & kControlBit) != 0; }
+  // Kafka's hasDeleteHorizonMs (KIP-534): baseTimestamp is the time after which the log cleaner
+  // may remove the batch's tombstones.
+  bool has_delete_horizon() const { return (attributes & kDeleteHorizonBit) != 0; }
   int32_t last_sequence() const;
 };
 

@@ -76,6 +76,20 @@ void RecordBatchBuilder::Add(
     int64_t timestamp,
     const std::vector<std::pair<std::string_view, std::optional<std::string_view>>>& headers) {
   if (timestamp < 0) timestamp = NowMs().value();
+  AddRecord(count_, key, value, timestamp, headers);
+}
+
+void RecordBatchBuilder::AddAt(int32_t offset_delta, const RecordView& r) {
+  AddRecord(offset_delta,
+            r.key_null ? std::nullopt : std::optional<std::string_view>(r.key),
+            r.value_null ? std::nullopt : std::optional<std::string_view>(r.value), r.timestamp,
+            r.headers);
+}
+
+void RecordBatchBuilder::AddRecord(
+    int32_t offset_delta, const std::optional<std::string_view>& key,
+    const std::optional<std::string_view>& value, int64_t timestamp,
+    const std::vector<std::pair<std::string_view, std::optional<std::string_view>>>& headers) {
   if (count_ == 0) {
     first_ts_ = options_.base_timestamp >= 0 ? options_.base_timestamp : timestamp;
     max_ts_ = timestamp;
@@ -86,7 +100,7 @@ void RecordBatchBuilder::Add(
   ByteWriter w(&scratch_);
   w.I8(0);                          // attributes
   w.Varlong(timestamp - first_ts_);  // timestampDelta
-  w.Varint(count_);                  // offsetDelta
+  w.Varint(offset_delta);            // offsetDelta
   WriteNullableBytes(w, !key.has_value(), key.value_or(std::string_view()));
   WriteNullableBytes(w, !value.has_value(), value.value_or(std::string_view()));
   w.Varint(static_cast<int32_t>(headers.size()));  // headersCount
@@ -99,6 +113,7 @@ void RecordBatchBuilder::Add(
   out.Varint(static_cast<int32_t>(scratch_.size()));  // length
   out.Raw(scratch_);
   ++count_;
+  last_delta_ = offset_delta;
 }
 
 void RecordBatchBuilder::Add(const Record& r) {
@@ -121,6 +136,7 @@ Result<std::string> RecordBatchBuilder::Finish() {
   if (options_.log_append_time) attributes |= kTimestampTypeBit;
   if (options_.transactional) attributes |= kTransactionalBit;
   if (options_.control) attributes |= kControlBit;
+  if (options_.delete_horizon) attributes |= kDeleteHorizonBit;
 
   std::string batch;
   batch.reserve(kBatchHeaderSize + records_.size());
@@ -152,13 +168,16 @@ Result<std::string> RecordBatchBuilder::Finish() {
     return Status::TooLarge("batch exceeds 2 GiB");
 
   w.PatchI32(kBatchLengthOffset, static_cast<int32_t>(batch.size() - kLogOverhead));
-  w.PatchI32(kLastOffsetDeltaOffset, count_ > 0 ? count_ - 1 : 0);
+  int32_t last_offset_delta = count_ > 0 ? last_delta_ : 0;
+  if (options_.last_offset_delta >= 0) last_offset_delta = options_.last_offset_delta;
+  w.PatchI32(kLastOffsetDeltaOffset, last_offset_delta);
   w.PatchI64(kMaxTimestampOffset, count_ > 0 ? max_ts_ : options_.base_timestamp);
   w.PatchI32(kRecordsCountOffset, count_);
   w.PatchU32(kCrcOffset, ComputeBatchCrc(batch));
 
   records_.clear();
   count_ = 0;
+  last_delta_ = -1;
   first_ts_ = -1;
   max_ts_ = -1;
   return batch;

@@ -61,6 +61,13 @@ class RecordBatchBuilder {
     bool control = false;
     bool log_append_time = false;
     bool snappy_xerial = true;  // snappy framing (see compression.h)
+    // >= 0: written as lastOffsetDelta instead of the last record's offset delta. Log
+    // compaction keeps a rewritten batch's original last offset even when its last records go.
+    int32_t last_offset_delta = -1;
+    // Sets attributes bit 6 (hasDeleteHorizonMs): baseTimestamp then holds the time after which
+    // the cleaner may drop the batch's tombstones (Kafka's KIP-534); records' timestampDelta
+    // stays relative to it. Pass the horizon as base_timestamp.
+    bool delete_horizon = false;
   };
   explicit RecordBatchBuilder(Options options);
 
@@ -70,6 +77,10 @@ class RecordBatchBuilder {
            const std::vector<std::pair<std::string_view, std::optional<std::string_view>>>&
                headers = {});
   void Add(const Record& r);
+  // Appends a record at an explicit offset delta, which must be above the previous record's
+  // (gaps allowed), with its timestamp taken as given (-1 stays -1). For rewriting a batch
+  // whose records keep their offsets (log compaction); do not mix with Add() in one batch.
+  void AddAt(int32_t offset_delta, const RecordView& r);
 
   int record_count() const;
   // Bytes the records take so far, uncompressed (to decide when a batch is full).
@@ -83,7 +94,13 @@ class RecordBatchBuilder {
   Options options_;
   std::string records_;  // encoded records, uncompressed
   std::string scratch_;  // one record's body while its length is unknown
+  void AddRecord(int32_t offset_delta, const std::optional<std::string_view>& key,
+                 const std::optional<std::string_view>& value, int64_t timestamp,
+                 const std::vector<std::pair<std::string_view, std::optional<std::string_view>>>&
+                     headers);
+
   int32_t count_ = 0;
+  int32_t last_delta_ = -1;  // offset delta of the last record added
   int64_t first_ts_ = -1;
   int64_t max_ts_ = -1;
 };

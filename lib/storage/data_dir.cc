@@ -203,7 +203,7 @@ struct DataDir::Impl {
 
   mutable std::mutex mu;
   std::map<std::string, TopicInfo> topics;
-  std::map<PartitionKey, std::unique_ptr<PartitionLog>> logs;
+  std::map<PartitionKey, std::shared_ptr<PartitionLog>> logs;
 
   // silt-topics/<topic>.properties; a name too long for that (with room for the temp file's
   // suffix under NAME_MAX) is cut and given a hash, and the file's name= line is authoritative.
@@ -571,12 +571,18 @@ Result<LogConfig> DataDir::TopicConfig(const std::string& name) const {
 }
 
 Result<PartitionLog*> DataDir::Partition(const std::string& topic, int32_t partition) {
+  SILT_ASSIGN_OR_RETURN(std::shared_ptr<PartitionLog> log, SharedPartition(topic, partition));
+  return log.get();
+}
+
+Result<std::shared_ptr<PartitionLog>> DataDir::SharedPartition(const std::string& topic,
+                                                               int32_t partition) {
   Impl& im = *impl_;
   std::lock_guard l(im.mu);
   if (im.closed) return Status::InvalidArgument(im.path + " is closed");
   PartitionKey key{topic, partition};
   auto lit = im.logs.find(key);
-  if (lit != im.logs.end()) return lit->second.get();
+  if (lit != im.logs.end()) return lit->second;
   auto it = im.topics.find(topic);
   if (it == im.topics.end()) return Status::NotFound("topic '" + topic + "' does not exist");
   const TopicInfo& t = it->second;
@@ -603,9 +609,9 @@ Result<PartitionLog*> DataDir::Partition(const std::string& topic, int32_t parti
     return Status::NotFound("partition directory " + dir + " does not exist");
   auto log = PartitionLog::Open(dir, cfg, o);
   if (!log.ok()) return log.status();
-  PartitionLog* raw = log.value().get();
-  im.logs[key] = std::move(log).value();
-  return raw;
+  std::shared_ptr<PartitionLog> shared = std::move(log).value();
+  im.logs[key] = shared;
+  return shared;
 }
 
 // ---- local consumer groups --------------------------------------------------------------

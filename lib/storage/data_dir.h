@@ -75,6 +75,11 @@ class DataDir {
 
   // The open log of one partition (opened on first use, kept open until Close()).
   Result<PartitionLog*> Partition(const std::string& topic, int32_t partition);
+  // As Partition(), sharing ownership: for background work (the log cleaner) that must not see
+  // the object freed under it by DeleteTopic() or Close(). Such a log is closed by them and
+  // then refuses writes.
+  Result<std::shared_ptr<PartitionLog>> SharedPartition(const std::string& topic,
+                                                        int32_t partition);
 
   // Local consumer groups (used by `silt consume -g` and `silt group` without a broker).
   std::vector<std::string> ListGroups() const;

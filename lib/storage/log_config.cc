@@ -4,7 +4,9 @@
 
 #include <charconv>
 #include <climits>
+#include <cstdlib>
 #include <set>
+#include <sstream>
 #include <string_view>
 
 namespace silt::storage {
@@ -45,20 +47,13 @@ Status CheckPassThrough(const std::string& key, const std::string& value, bool* 
   *known = true;
   int64_t n;
   if (key == "segment.jitter.ms" || key == "file.delete.delay.ms" ||
-      key == "min.compaction.lag.ms" || key == "message.timestamp.difference.max.ms" ||
+      key == "message.timestamp.difference.max.ms" ||
       key == "message.timestamp.before.max.ms" || key == "message.timestamp.after.max.ms" ||
       key == "local.retention.ms" || key == "local.retention.bytes") {
     int64_t lo = key.rfind("local.", 0) == 0 ? -2 : 0;
     return ParseRange(key, value, lo, INT64_MAX, &n);
   }
   if (key == "max.compaction.lag.ms") return ParseRange(key, value, 1, INT64_MAX, &n);
-  if (key == "min.cleanable.dirty.ratio") {
-    char* end = nullptr;
-    double d = std::strtod(value.c_str(), &end);
-    if (value.empty() || end != value.c_str() + value.size() || !(d >= 0.0 && d <= 1.0))
-      return Bad(key, value, "a number in [0, 1]");
-    return Status::OK();
-  }
   if (key == "preallocate" || key == "unclean.leader.election.enable" ||
       key == "message.downconversion.enable" || key == "remote.storage.enable") {
     if (!ParseBool(value)) return Bad(key, value, "true or false");
@@ -71,10 +66,9 @@ Status CheckPassThrough(const std::string& key, const std::string& value, bool* 
 
 const std::set<std::string>& PassThroughKeys() {
   static const std::set<std::string> keys = {
-      "segment.jitter.ms", "file.delete.delay.ms", "min.compaction.lag.ms",
-      "message.timestamp.difference.max.ms", "message.timestamp.before.max.ms",
+      "segment.jitter.ms", "file.delete.delay.ms", "message.timestamp.difference.max.ms", "message.timestamp.before.max.ms",
       "message.timestamp.after.max.ms", "local.retention.ms", "local.retention.bytes",
-      "max.compaction.lag.ms", "min.cleanable.dirty.ratio", "preallocate",
+      "max.compaction.lag.ms", "preallocate",
       "unclean.leader.election.enable", "message.downconversion.enable", "remote.storage.enable",
       "message.format.version"};
   return keys;
@@ -85,7 +79,7 @@ const std::set<std::string>& CoreKeys() {
       "segment.bytes", "segment.ms", "segment.index.bytes", "index.interval.bytes",
       "retention.ms", "retention.bytes", "flush.messages", "flush.ms", "max.message.bytes",
       "cleanup.policy", "message.timestamp.type", "min.insync.replicas", "delete.retention.ms",
-      "compression.type"};
+      "compression.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms"};
   return keys;
 }
 
@@ -152,6 +146,15 @@ Status LogConfig::Set(const std::string& key, const std::string& value) {
         value != "gzip" && value != "producer")
       return Bad(key, value, "one of uncompressed, zstd, lz4, snappy, gzip, producer");
     compression_type = value;
+  } else if (key == "min.cleanable.dirty.ratio") {
+    char* end = nullptr;
+    double d = std::strtod(value.c_str(), &end);
+    if (value.empty() || end != value.c_str() + value.size() || !(d >= 0.0 && d <= 1.0))
+      return Bad(key, value, "a number in [0, 1]");
+    min_cleanable_dirty_ratio = d;
+  } else if (key == "min.compaction.lag.ms") {
+    SILT_TRY(ParseRange(key, value, 0, INT64_MAX, &n));
+    min_compaction_lag_ms = n;
   } else {
     bool known = false;
     SILT_TRY(CheckPassThrough(key, value, &known));
@@ -182,6 +185,12 @@ std::map<std::string, std::string> LogConfig::ToMap() const {
   m["min.insync.replicas"] = std::to_string(min_insync_replicas);
   m["delete.retention.ms"] = std::to_string(delete_retention_ms);
   m["compression.type"] = compression_type;
+  {
+    std::ostringstream ratio;
+    ratio << min_cleanable_dirty_ratio;
+    m["min.cleanable.dirty.ratio"] = ratio.str();
+  }
+  m["min.compaction.lag.ms"] = std::to_string(min_compaction_lag_ms);
   return m;
 }
 

@@ -26,11 +26,17 @@ struct LogConfig {
   int32_t min_insync_replicas = 1;                                 // min.insync.replicas
   int64_t delete_retention_ms = 24LL * 3600 * 1000;                // delete.retention.ms
   std::string compression_type = "producer";                       // compression.type
+  double min_cleanable_dirty_ratio = 0.5;                          // min.cleanable.dirty.ratio
+  int64_t min_compaction_lag_ms = 0;                               // min.compaction.lag.ms
   // Other Kafka topic configs (segment.jitter.ms, preallocate, ...): validated and reported,
   // not acted upon.
   std::map<std::string, std::string> other;
 
   bool log_append_time() const { return message_timestamp_type == "LogAppendTime"; }
+  // cleanup.policy includes compact (the log cleaner keeps the latest record of each key).
+  bool compact() const { return cleanup_policy.find("compact") != std::string::npos; }
+  // cleanup.policy includes delete (retention.ms / retention.bytes remove old segments).
+  bool deletes() const { return cleanup_policy.find("delete") != std::string::npos; }
 
   // Applies `key=value` (a Kafka topic config name); InvalidArgument naming the key and the
   // accepted range for unknown keys or bad values.

@@ -24,6 +24,7 @@
 #include "base/crc32c.h"
 #include "format/batch_header.h"
 #include "format/layout.h"
+#include "storage/log_cleaner.h"
 #include "storage/segment.h"
 
 namespace silt::storage {
@@ -230,6 +231,8 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
   impl->checkpoint_hook = options.checkpoint_hook;
   impl->checkpointed_rp = options.recovery_point;
 
+  // A log cleaner pass cut short by a crash leaves staging files (see storage/log_cleaner.h).
+  if (!options.read_only) SILT_TRY(FinishInterruptedSwaps(dir));
   SILT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
   std::vector<int64_t> bases;
   std::vector<std::string> orphans;
@@ -519,6 +522,7 @@ std::vector<SegmentInfo> PartitionLog::Segments() const {
 }
 
 const std::string& PartitionLog::dir() const { return impl_->dir; }
+bool PartitionLog::read_only() const { return impl_->read_only; }
 const LogConfig& PartitionLog::config() const { return impl_->config; }
 
 void PartitionLog::UpdateConfig(const LogConfig& config) {
@@ -697,6 +701,41 @@ Result<int> PartitionLog::ApplyRetention() {
   }
   SILT_TRY(im.DeleteSegmentsLocked(n));
   return static_cast<int>(n);
+}
+
+// ---- log cleaner hooks ------------------------------------------------------------------
+
+std::vector<std::shared_ptr<Segment>> PartitionLog::ClosedSegments() const {
+  std::shared_lock l(impl_->mu);
+  if (impl_->segments.empty()) return {};
+  return {impl_->segments.begin(), impl_->segments.end() - 1};
+}
+
+Status PartitionLog::ReplaceSegments(
+    const std::vector<std::shared_ptr<Segment>>& old,
+    const std::function<Result<std::shared_ptr<Segment>>()>& install) {
+  Impl& im = *impl_;
+  if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
+  if (old.empty()) return Status::InvalidArgument("no segments to replace");
+  std::lock_guard l(im.append_mu);
+  if (im.closed) return Status::InvalidArgument(im.dir + " is closed");
+  size_t first;
+  {
+    std::shared_lock sl(im.mu);
+    auto it = std::find(im.segments.begin(), im.segments.end(), old.front());
+    first = static_cast<size_t>(it - im.segments.begin());
+    // Still a run of closed segments: retention, truncation or another swap would break it.
+    bool intact = it != im.segments.end() && first + old.size() < im.segments.size();
+    for (size_t i = 0; intact && i < old.size(); ++i) intact = im.segments[first + i] == old[i];
+    if (!intact)
+      return Status::Busy(im.dir + ": segments changed while the cleaner was rewriting them");
+  }
+  SILT_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, install());
+  std::unique_lock ul(im.mu);
+  im.segments.erase(im.segments.begin() + static_cast<ptrdiff_t>(first),
+                    im.segments.begin() + static_cast<ptrdiff_t>(first + old.size()));
+  im.segments.insert(im.segments.begin() + static_cast<ptrdiff_t>(first), std::move(seg));
+  return Status::OK();
 }
 
 Status PartitionLog::Close() {

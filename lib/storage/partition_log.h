@@ -24,6 +24,8 @@
 
 namespace silt::storage {
 
+class Segment;
+
 struct AppendResult {
   Offset base_offset;
   Offset last_offset;
@@ -108,6 +110,7 @@ class PartitionLog {
   int64_t size_bytes() const;
   std::vector<SegmentInfo> Segments() const;
   const std::string& dir() const;
+  bool read_only() const;
   const LogConfig& config() const;
   void UpdateConfig(const LogConfig& config);
 
@@ -141,6 +144,18 @@ class PartitionLog {
 
   // Called (outside the internal lock) after each successful append with the new log end.
   void SetAppendListener(std::function<void(Offset)> fn);
+
+  // ---- for the log cleaner (storage/log_cleaner.h) ----
+  // The closed segments (every one but the active), oldest first. They stay usable after a
+  // swap or deletion for as long as the caller holds them.
+  std::vector<std::shared_ptr<Segment>> ClosedSegments() const;
+  // With the writer lock held (appends wait only for this), checks that `old` is still a run of
+  // consecutive closed segments of this log, calls `install` (which puts the replacement's
+  // files in place and returns it loaded), and substitutes its result for `old` in the segment
+  // list. Busy, without calling `install`, when retention, truncation or another swap changed
+  // the run since the caller took it; InvalidArgument when the log is closed or read-only.
+  Status ReplaceSegments(const std::vector<std::shared_ptr<Segment>>& old,
+                         const std::function<Result<std::shared_ptr<Segment>>()>& install);
 
  private:
   struct Impl;

@@ -96,6 +96,8 @@ class Segment {
   // Largest timestamp, or the .log's modification time when no batch carries one (retention).
   int64_t LargestTimestampOrMtime() const;
   const std::string& log_path() const { return log_path_; }
+  // The open .log file (stays readable after the segment is deleted or swapped out).
+  std::shared_ptr<const File> log_file() const { return log_; }
   // True when the next append of `batch_size` bytes up to `last` must go to a new segment.
   bool ShouldRoll(int64_t batch_size, int64_t batch_max_ts, Offset last, int64_t segment_bytes,
                   int64_t segment_ms, int32_t segment_index_bytes) const;
