@@ -22,6 +22,7 @@ inline constexpr int kExitError = 2;    // usage error, I/O error, anything that
 // Options every subcommand sees (set before a subcommand runs).
 struct GlobalOptions {
   std::string data_dir;  // -d/--data-dir, default $SILT_DATA_DIR or ./silt-data
+  std::string bootstrap;  // -b/--bootstrap-server HOST:PORT[,...]: work over the network
 };
 
 using RunFn = std::function<int()>;

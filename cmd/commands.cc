@@ -9,6 +9,7 @@ RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterProduce(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterServe(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g);
+RunFn RegisterServe(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterVerifyCrc(CLI::App* sub, GlobalOptions* g);
 
 namespace {

@@ -13,11 +13,14 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "client/cluster.h"
 #include "client/local_consumer.h"
+#include "client/net_consumer.h"
 #include "client/offset_spec.h"
 #include "client/record_format.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
+#include "cmd/net_util.h"
 #include "format/record_batch.h"
 #include "storage/data_dir.h"
 
@@ -60,11 +63,59 @@ Status CommitPositions(const GlobalOptions& g, const std::string& group, const s
   }
 }
 
+void CatchSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+// Network mode: the same output through client::NetConsumer (and a Kafka consumer group with -g).
+int RunNet(const GlobalOptions& g, const ConsumeArgs& a, const client::OffsetSpec& spec,
+           const client::RecordFormatter& f) {
+  auto cluster = ConnectCluster(g);
+  if (!cluster.ok()) return Fail(cluster.status());
+  client::NetConsumerOptions co;
+  co.partitions = a.partitions;
+  co.start = spec;
+  co.follow = a.follow;
+  co.group = a.group;
+  if (!a.group.empty() && !a.partitions.empty())
+    return Fail("-p cannot be used with -g: the group assigns the partitions");
+  auto consumer = client::NetConsumer::Open(cluster->get(), a.topic, co);
+  if (!consumer.ok()) return Fail(consumer.status());
+  CatchSignals();
+  Output out;
+  int64_t delivered = 0;
+  const int64_t limit = a.count;
+  auto fn = [&](int32_t partition, const format::RecordView& r) {
+    f.Append(a.topic, partition, r, out.buffer());
+    ++delivered;
+    if (!out.MaybeFlush()) return false;
+    return limit < 0 || delivered < limit;
+  };
+  auto after_batch = [&]() -> Status {
+    // Flushed before the group commits, so a committed record has reached the reader.
+    if (!out.Flush()) g_stop.store(true);
+    return Status::OK();
+  };
+  Status st = limit == 0 ? Status::OK() : (*consumer)->Run(fn, after_batch, &g_stop);
+  out.Flush();
+  Status closed = (*consumer)->Close();
+  if (out.broken() && out.error() != EPIPE)
+    return Fail(std::string("writing to stdout: ") + std::strerror(out.error()));
+  if (!st.ok()) return Fail(st);
+  if (!closed.ok()) return Fail(closed);
+  return kExitOk;
+}
+
 int Run(const GlobalOptions& g, const ConsumeArgs& a) {
   auto spec = client::ParseOffsetSpec(a.offset);
   if (!spec.ok()) return Fail(spec.status());
   auto formatter = client::RecordFormatter::Parse(a.format);
   if (!formatter.ok()) return Fail(formatter.status());
+  if (NetworkMode(g)) return RunNet(g, a, *spec, *formatter);
 
   auto dir = OpenDataDir(g, false);
   if (!dir.ok()) return Fail(dir.status());
@@ -86,11 +137,7 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
   auto consumer = client::LocalConsumer::Open(dir->get(), a.topic, co);
   if (!consumer.ok()) return Fail(consumer.status());
 
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
+  CatchSignals();
 
   Output out;
   const client::RecordFormatter& f = *formatter;
@@ -151,6 +198,7 @@ RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("-g,--group", a->group,
                   "consumer group: resume after its recorded position and record the new one");
   AddDataDirOption(sub, g);
+  AddBootstrapOption(sub, g);
   return [g, a]() { return Run(*g, *a); };
 }
 

@@ -8,11 +8,15 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <set>
 
+#include "client/admin.h"
+#include "client/cluster.h"
 #include "client/offset_spec.h"
 #include "client/table.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
+#include "cmd/net_util.h"
 #include "storage/data_dir.h"
 
 namespace silt::cmd {
@@ -183,23 +187,218 @@ int Delete(const GlobalOptions& g, const GroupArgs& a) {
   return kExitOk;
 }
 
+
+// ---- network mode (-b): Kafka's group APIs at the group coordinator ---------------------------
+
+using Json = nlohmann::ordered_json;
+
+Json OptNum(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(nullptr); }
+std::string Cell(const std::optional<int64_t>& v) { return v ? Num(*v) : std::string("-"); }
+
+int NetList(client::Cluster* c, const GroupArgs& a) {
+  auto groups = client::ListGroups(c);
+  if (!groups.ok()) return Fail(groups.status());
+  std::string out;
+  for (const auto& gl : *groups) {
+    if (a.format == "json")
+      out += Json({{"group", gl.group_id}, {"protocol_type", gl.protocol_type}}).dump() + "\n";
+    else
+      out += gl.group_id + "\n";
+  }
+  Print(out);
+  return kExitOk;
+}
+
+// Log end offsets of every partition of `topic` (empty when the topic is gone).
+std::map<int32_t, int64_t> LogEnds(client::Cluster* c, const std::string& topic, int64_t ts = -1) {
+  auto meta = c->Topic(topic, false);
+  if (!meta.ok()) return {};
+  std::map<int32_t, int64_t> q;
+  for (const auto& p : meta->partitions) q[p.partition] = ts;
+  auto r = client::ListOffsets(c, topic, q);
+  return r.ok() ? *r : std::map<int32_t, int64_t>{};
+}
+
+int NetDescribe(client::Cluster* c, const GroupArgs& a) {
+  auto desc = client::DescribeGroup(c, a.group);
+  if (!desc.ok()) return Fail(desc.status());
+  auto committed = client::FetchCommitted(c, a.group);
+  if (!committed.ok()) return Fail(committed.status());
+  if (desc->state == "Dead" && committed->empty())
+    return Fail("consumer group '" + a.group + "' does not exist");
+  // Who owns each partition now.
+  std::map<std::pair<std::string, int32_t>, const client::GroupMember*> owner;
+  std::set<std::string> topics;
+  for (const auto& m : desc->members)
+    for (const auto& [t, parts] : m.assignment) {
+      topics.insert(t);
+      for (int32_t p : parts) owner[{t, p}] = &m;
+    }
+  for (const auto& [t, parts] : *committed) topics.insert(t);
+  const bool human = client::IsTerminal(1);
+  client::Table table({"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                       "CONSUMER-ID", "HOST", "CLIENT-ID"});
+  std::string out;
+  if (a.format == "json") {
+    Json members = Json::array();
+    for (const auto& m : desc->members) {
+      Json assignment = Json::object();
+      for (const auto& [t, parts] : m.assignment) assignment[t] = parts;
+      members.push_back({{"member_id", m.member_id},
+                         {"client_id", m.client_id},
+                         {"host", m.client_host},
+                         {"assignment", assignment}});
+    }
+    out += Json({{"group", a.group},
+                 {"state", desc->state},
+                 {"protocol_type", desc->protocol_type},
+                 {"protocol", desc->protocol},
+                 {"members", members}})
+               .dump() +
+           "\n";
+  }
+  for (const std::string& topic : topics) {
+    std::map<int32_t, int64_t> ends = LogEnds(c, topic);
+    std::map<int32_t, std::optional<int64_t>> rows;
+    for (const auto& [p, e] : ends) rows[p] = std::nullopt;
+    auto ct = committed->find(topic);
+    if (ct != committed->end())
+      for (const auto& [p, o] : ct->second) rows[p] = o;
+    for (const auto& [p, o] : rows) {
+      std::optional<int64_t> end;
+      auto e = ends.find(p);
+      if (e != ends.end()) end = e->second;
+      std::optional<int64_t> lag;
+      if (o && end) lag = *end - *o;
+      auto ow = owner.find({topic, p});
+      const client::GroupMember* m = ow == owner.end() ? nullptr : ow->second;
+      if (a.format == "json") {
+        Json j = {{"group", a.group}, {"topic", topic}, {"partition", p}};
+        j["committed_offset"] = OptNum(o);
+        j["log_end_offset"] = OptNum(end);
+        j["lag"] = OptNum(lag);
+        j["member_id"] = m ? Json(m->member_id) : Json(nullptr);
+        j["host"] = m ? Json(m->client_host) : Json(nullptr);
+        j["client_id"] = m ? Json(m->client_id) : Json(nullptr);
+        out += j.dump() + "\n";
+      } else {
+        table.AddRow({a.group, topic, Num(p), Cell(o), Cell(end), Cell(lag),
+                      m ? m->member_id : "-", m ? m->client_host : "-", m ? m->client_id : "-"});
+      }
+    }
+  }
+  if (a.format != "json") {
+    if (human)
+      out = "Group: " + a.group + "  State: " + desc->state + "  Members: " +
+            std::to_string(desc->members.size()) + "\n\n";
+    out += table.Render(human);
+  }
+  Print(out);
+  return kExitOk;
+}
+
+int NetResetOffsets(client::Cluster* c, const GroupArgs& a) {
+  int modes = a.to_earliest + a.to_latest + a.to_offset.has_value() + !a.to_datetime.empty() +
+              a.shift_by.has_value();
+  if (modes != 1)
+    return Fail("reset-offsets needs exactly one of --to-earliest, --to-latest, --to-offset, "
+                "--to-datetime, --shift-by");
+  std::optional<int64_t> when;
+  if (!a.to_datetime.empty()) {
+    auto ts = client::ParseTimestampMs(a.to_datetime);
+    if (!ts.ok()) return Fail(ts.status());
+    when = *ts;
+  }
+  auto meta = c->Topic(a.topic, false);
+  if (!meta.ok()) {
+    if (meta.status().IsNotFound()) return Fail("topic '" + a.topic + "' does not exist");
+    return Fail(meta.status());
+  }
+  if (a.execute) {
+    // Like Kafka's tool: positions move only while no consumer holds them.
+    auto desc = client::DescribeGroup(c, a.group);
+    if (!desc.ok()) return Fail(desc.status());
+    if (!desc->members.empty())
+      return Fail("consumer group '" + a.group + "' has " + std::to_string(desc->members.size()) +
+                  " active member(s) (state " + desc->state +
+                  "); stop its consumers before resetting offsets");
+  }
+  auto committed = client::FetchCommitted(c, a.group, std::vector<std::string>{a.topic});
+  if (!committed.ok()) return Fail(committed.status());
+  const auto& current = (*committed)[a.topic];
+  std::map<int32_t, int64_t> starts = LogEnds(c, a.topic, -2);
+  std::map<int32_t, int64_t> ends = LogEnds(c, a.topic, -1);
+  std::map<int32_t, int64_t> at_time;
+  if (when) at_time = LogEnds(c, a.topic, *when);
+  client::Table t({"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"});
+  std::string json_out;
+  std::map<int32_t, int64_t> plan;
+  for (const auto& pm : meta->partitions) {
+    const int32_t p = pm.partition;
+    const int64_t start = starts[p], end = ends[p];
+    std::optional<int64_t> cur;
+    auto it = current.find(p);
+    if (it != current.end()) cur = it->second;
+    int64_t target;
+    if (a.to_earliest) target = start;
+    else if (a.to_latest) target = end;
+    else if (a.to_offset) target = *a.to_offset;
+    else if (when) target = at_time[p] < 0 ? end : at_time[p];
+    else target = (cur ? *cur : start) + *a.shift_by;
+    target = std::clamp(target, start, end);
+    plan[p] = target;
+    if (a.format == "json") {
+      Json j = {{"group", a.group}, {"topic", a.topic}, {"partition", p}};
+      j["current_offset"] = OptNum(cur);
+      j["new_offset"] = target;
+      json_out += j.dump() + "\n";
+    } else {
+      t.AddRow({a.group, a.topic, Num(p), cur ? Num(*cur) : "-", Num(target)});
+    }
+  }
+  if (a.execute) {
+    Status st = client::CommitOffsetsStandalone(c, a.group, {{a.topic, plan}});
+    if (!st.ok()) return Fail(st);
+  }
+  const bool human = client::IsTerminal(1);
+  Print(a.format == "json" ? json_out : t.Render(human));
+  if (!a.execute && human)
+    std::fprintf(stderr, "dry run: nothing changed; add --execute to apply this plan\n");
+  return kExitOk;
+}
+
+int NetDelete(client::Cluster* c, const GroupArgs& a) {
+  Status st = client::DeleteGroup(c, a.group);
+  if (!st.ok()) return Fail(st);
+  return kExitOk;
+}
+
+int RunNet(const GlobalOptions& g, const GroupArgs& a, int (*fn)(client::Cluster*, const GroupArgs&)) {
+  auto c = ConnectCluster(g);
+  if (!c.ok()) return Fail(c.status());
+  return fn(c->get(), a);
+}
+
 }  // namespace
 
 RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g) {
   auto a = std::make_shared<GroupArgs>();
   sub->require_subcommand(1);
   AddDataDirOption(sub, g);
+  AddBootstrapOption(sub, g);
 
   CLI::App* list = sub->add_subcommand("list", "list consumer groups");
   list->add_option("--format", a->format, "output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   AddDataDirOption(list, g);
+  AddBootstrapOption(list, g);
 
   CLI::App* describe = sub->add_subcommand("describe", "committed offset, log end and lag per partition");
   describe->add_option("group", a->group, "group name")->required();
   describe->add_option("--format", a->format, "output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   AddDataDirOption(describe, g);
+  AddBootstrapOption(describe, g);
 
   CLI::App* reset = sub->add_subcommand("reset-offsets", "move a group's positions (dry run unless --execute)");
   reset->add_option("group", a->group, "group name")->required();
@@ -214,12 +413,20 @@ RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g) {
   reset->add_option("--format", a->format, "output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   AddDataDirOption(reset, g);
+  AddBootstrapOption(reset, g);
 
   CLI::App* del = sub->add_subcommand("delete", "forget a consumer group's positions");
   del->add_option("group", a->group, "group name")->required();
   AddDataDirOption(del, g);
+  AddBootstrapOption(del, g);
 
   return [=]() {
+    if (NetworkMode(*g)) {
+      if (list->parsed()) return RunNet(*g, *a, NetList);
+      if (describe->parsed()) return RunNet(*g, *a, NetDescribe);
+      if (reset->parsed()) return RunNet(*g, *a, NetResetOffsets);
+      if (del->parsed()) return RunNet(*g, *a, NetDelete);
+    }
     if (list->parsed()) return List(*g, *a);
     if (describe->parsed()) return Describe(*g, *a);
     if (reset->parsed()) return ResetOffsets(*g, *a);

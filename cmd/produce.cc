@@ -13,12 +13,15 @@
 #include <memory>
 
 #include "base/clock.h"
+#include "client/cluster.h"
 #include "client/line_reader.h"
 #include "client/local_producer.h"
+#include "client/net_producer.h"
 #include "client/record_format.h"
 #include "client/table.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
+#include "cmd/net_util.h"
 #include "storage/data_dir.h"
 
 namespace silt::cmd {
@@ -38,6 +41,25 @@ struct ProduceArgs {
   int64_t batch_size = 1 << 20;
   int64_t linger_ms = 5;
   bool no_create = false;
+  std::string acks = "all";
+  bool no_idempotence = false;
+};
+
+// The network producer in the shape the input loop expects of LocalProducer.
+class NetSink {
+ public:
+  explicit NetSink(client::NetProducer* p) : p_(p) {}
+  Status Send(std::optional<std::string_view> key, std::optional<std::string_view> value,
+              const client::HeaderViews& headers, int64_t ts) {
+    return p_->Send(key, value, headers, ts);
+  }
+  Status SendPending() { return p_->Poll(); }
+  Status Flush() { return p_->Flush(); }
+  int64_t records_appended() const { return p_->records_sent(); }
+  int64_t max_message_bytes() const { return format::kDefaultMaxMessageBytes; }
+
+ private:
+  client::NetProducer* p_;
 };
 
 Result<format::Compression> ParseCompression(const std::string& s) {
@@ -80,74 +102,15 @@ class Progress {
   bool shown_ = false;
 };
 
-int Run(const GlobalOptions& g, const ProduceArgs& a) {
-  auto compression = ParseCompression(a.compression);
-  if (!compression.ok()) return Fail(compression.status());
-  auto kind = client::Partitioner::ParseKind(a.partitioner);
-  if (!kind.ok()) return Fail(kind.status());
-  if (a.format != "text" && a.format != "json")
-    return Fail("unknown input format '" + a.format + "': expected text or json");
-  if (a.format == "json" && !a.key_delimiter.empty())
-    return Fail("-K splits text lines; it cannot be used with --format json");
-  if (!a.key_delimiter.empty() && a.key_set) return Fail("-K and -k cannot be used together");
-  if (a.batch_size < 1) return Fail("--batch-size must be positive");
-  if (a.linger_ms < 0) return Fail("--linger-ms must not be negative");
-  std::vector<std::pair<std::string, std::string>> header_kv;
-  for (const auto& h : a.headers) {
-    auto eq = h.find('=');
-    if (eq == std::string::npos || eq == 0) return Fail("bad header '" + h + "': expected KEY=VALUE");
-    header_kv.emplace_back(h.substr(0, eq), h.substr(eq + 1));
-  }
-
-  // Open every input before writing anything, so a typo in a file name changes nothing.
-  std::vector<std::pair<std::string, int>> inputs;
-  int64_t total_bytes = 0;
-  auto close_inputs = [&] {
-    for (auto& [name, fd] : inputs)
-      if (fd != STDIN_FILENO) ::close(fd);
-  };
-  if (a.files.empty()) inputs.emplace_back("stdin", STDIN_FILENO);
-  for (const auto& f : a.files) {
-    if (f == "-") {
-      inputs.emplace_back("stdin", STDIN_FILENO);
-      continue;
-    }
-    int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      int err = errno;
-      close_inputs();
-      return Fail("cannot read " + f + ": " + std::strerror(err));
-    }
-    struct stat st;
-    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-      ::close(fd);
-      close_inputs();
-      return Fail("cannot read " + f + ": is a directory");
-    }
-    if (S_ISREG(st.st_mode)) total_bytes += st.st_size;
-    inputs.emplace_back(f, fd);
-  }
-
-  auto dir = OpenDataDir(g, true);
-  if (!dir.ok()) {
-    close_inputs();
-    return Fail(dir.status());
-  }
-  client::ProducerOptions po;
-  po.compression = *compression;
-  po.batch_bytes = static_cast<size_t>(a.batch_size);
-  po.partitioner = *kind;
-  po.partition = a.partition;
-  po.create_topic = !a.no_create;
-  auto producer = client::LocalProducer::Open(dir->get(), a.topic, po);
-  if (!producer.ok()) {
-    close_inputs();
-    if (producer.status().IsNotFound())
-      return Fail("topic '" + a.topic + "' does not exist (and --no-create was given)");
-    return Fail(producer.status());
-  }
-  client::LocalProducer& p = **producer;
-
+// Reads every input and hands each record to `p` (LocalProducer or NetSink). Stops at the first
+// failure, which it stores in *failed with *failed_where naming the input line.
+template <class P>
+void PumpInputs(P& p, const ProduceArgs& a,
+                const std::vector<std::pair<std::string, std::string>>& header_kv,
+                std::vector<std::pair<std::string, int>>& inputs, int64_t total_bytes,
+                Status* failed_out, std::string* failed_where_out) {
+  Status& failed = *failed_out;
+  std::string& failed_where = *failed_where_out;
   const bool json = a.format == "json";
   // A JSON line may be several times its record's size (escapes, base64); the record itself is
   // checked against max.message.bytes once parsed.
@@ -157,8 +120,6 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
   client::InputRecord rec;
   Progress progress(total_bytes);
   int64_t read_before = 0;
-  Status failed;
-  std::string failed_where;
 
   for (auto& [name, fd] : inputs) {
     struct stat st;
@@ -220,8 +181,90 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
     read_before += reader.bytes_read();
     if (!failed.ok()) break;
   }
-  close_inputs();
   progress.Done();
+}
+
+int RunNet(const GlobalOptions& g, const ProduceArgs& a,
+           const std::vector<std::pair<std::string, std::string>>& header_kv,
+           std::vector<std::pair<std::string, int>>& inputs, int64_t total_bytes);
+
+int Run(const GlobalOptions& g, const ProduceArgs& a) {
+  auto compression = ParseCompression(a.compression);
+  if (!compression.ok()) return Fail(compression.status());
+  auto kind = client::Partitioner::ParseKind(a.partitioner);
+  if (!kind.ok()) return Fail(kind.status());
+  if (a.format != "text" && a.format != "json")
+    return Fail("unknown input format '" + a.format + "': expected text or json");
+  if (a.format == "json" && !a.key_delimiter.empty())
+    return Fail("-K splits text lines; it cannot be used with --format json");
+  if (!a.key_delimiter.empty() && a.key_set) return Fail("-K and -k cannot be used together");
+  if (a.batch_size < 1) return Fail("--batch-size must be positive");
+  if (a.linger_ms < 0) return Fail("--linger-ms must not be negative");
+  std::vector<std::pair<std::string, std::string>> header_kv;
+  for (const auto& h : a.headers) {
+    auto eq = h.find('=');
+    if (eq == std::string::npos || eq == 0) return Fail("bad header '" + h + "': expected KEY=VALUE");
+    header_kv.emplace_back(h.substr(0, eq), h.substr(eq + 1));
+  }
+
+  // Open every input before writing anything, so a typo in a file name changes nothing.
+  std::vector<std::pair<std::string, int>> inputs;
+  int64_t total_bytes = 0;
+  auto close_inputs = [&] {
+    for (auto& [name, fd] : inputs)
+      if (fd != STDIN_FILENO) ::close(fd);
+  };
+  if (a.files.empty()) inputs.emplace_back("stdin", STDIN_FILENO);
+  for (const auto& f : a.files) {
+    if (f == "-") {
+      inputs.emplace_back("stdin", STDIN_FILENO);
+      continue;
+    }
+    int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      int err = errno;
+      close_inputs();
+      return Fail("cannot read " + f + ": " + std::strerror(err));
+    }
+    struct stat st;
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      ::close(fd);
+      close_inputs();
+      return Fail("cannot read " + f + ": is a directory");
+    }
+    if (S_ISREG(st.st_mode)) total_bytes += st.st_size;
+    inputs.emplace_back(f, fd);
+  }
+
+  if (NetworkMode(g)) {
+    int rc = RunNet(g, a, header_kv, inputs, total_bytes);
+    close_inputs();
+    return rc;
+  }
+  auto dir = OpenDataDir(g, true);
+  if (!dir.ok()) {
+    close_inputs();
+    return Fail(dir.status());
+  }
+  client::ProducerOptions po;
+  po.compression = *compression;
+  po.batch_bytes = static_cast<size_t>(a.batch_size);
+  po.partitioner = *kind;
+  po.partition = a.partition;
+  po.create_topic = !a.no_create;
+  auto producer = client::LocalProducer::Open(dir->get(), a.topic, po);
+  if (!producer.ok()) {
+    close_inputs();
+    if (producer.status().IsNotFound())
+      return Fail("topic '" + a.topic + "' does not exist (and --no-create was given)");
+    return Fail(producer.status());
+  }
+  client::LocalProducer& p = **producer;
+
+  Status failed;
+  std::string failed_where;
+  PumpInputs(p, a, header_kv, inputs, total_bytes, &failed, &failed_where);
+  close_inputs();
 
   // Whatever happened, every record before the failure goes out as whole batches and is synced:
   // nothing is left half-written.
@@ -237,6 +280,53 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
   }
   if (!flushed.ok()) return Fail(flushed);
   if (!closed.ok()) return Fail(closed);
+  return kExitOk;
+}
+
+
+int RunNet(const GlobalOptions& g, const ProduceArgs& a,
+           const std::vector<std::pair<std::string, std::string>>& header_kv,
+           std::vector<std::pair<std::string, int>>& inputs, int64_t total_bytes) {
+  client::NetProducerOptions po;
+  auto compression = ParseCompression(a.compression);
+  if (!compression.ok()) return Fail(compression.status());
+  po.compression = *compression;
+  po.batch_bytes = static_cast<size_t>(a.batch_size);
+  po.linger_ms = a.linger_ms;
+  if (a.acks == "all" || a.acks == "-1") po.acks = -1;
+  else if (a.acks == "1") po.acks = 1;
+  else if (a.acks == "0") po.acks = 0;
+  else return Fail("bad --acks '" + a.acks + "': expected 0, 1 or all");
+  po.idempotent = !a.no_idempotence;
+  auto kind = client::Partitioner::ParseKind(a.partitioner);
+  if (!kind.ok()) return Fail(kind.status());
+  po.partitioner = *kind;
+  po.partition = a.partition;
+  po.create_topic = !a.no_create;
+  auto cluster = ConnectCluster(g);
+  if (!cluster.ok()) return Fail(cluster.status());
+  auto producer = client::NetProducer::Open(cluster->get(), a.topic, po);
+  if (!producer.ok()) {
+    if (producer.status().IsNotFound())
+      return Fail("topic '" + a.topic + "' does not exist" +
+                  (a.no_create ? " (and --no-create was given)" : ""));
+    return Fail(producer.status());
+  }
+  client::NetProducer& p = **producer;
+  NetSink sink(&p);
+  Status failed;
+  std::string failed_where;
+  PumpInputs(sink, a, header_kv, inputs, total_bytes, &failed, &failed_where);
+  Status flushed = p.Flush();
+  if (!failed.ok()) {
+    std::string msg = failed_where.empty() ? failed.message() : failed_where + ": " + failed.message();
+    msg += "; " + std::to_string(p.records_sent()) + " record(s) before it were acknowledged";
+    return Fail(msg);
+  }
+  if (!flushed.ok()) return Fail(flushed);
+  if (p.records_failed() > 0)
+    return Fail(std::to_string(p.records_failed()) + " record(s) were not acknowledged (" +
+                std::to_string(p.records_sent()) + " were); first error: " + p.first_error());
   return kExitOk;
 }
 
@@ -266,7 +356,13 @@ RunFn RegisterProduce(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("--linger-ms", a->linger_ms,
                   "when input pauses, write waiting records after MS milliseconds (default 5)");
   sub->add_flag("--no-create", a->no_create, "fail if the topic does not exist");
+  sub->add_option("--acks", a->acks,
+                  "with -b: acknowledgements to wait for: 0, 1 or all (default all)")
+      ->check(CLI::IsMember({"0", "1", "all", "-1"}));
+  sub->add_flag("--no-idempotence", a->no_idempotence,
+                "with -b: no producer id and sequence numbers (retries may then duplicate)");
   AddDataDirOption(sub, g);
+  AddBootstrapOption(sub, g);
   return [g, a]() { return Run(*g, *a); };
 }
 

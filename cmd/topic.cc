@@ -8,9 +8,12 @@
 #include <map>
 #include <memory>
 
+#include "client/admin.h"
+#include "client/cluster.h"
 #include "client/table.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
+#include "cmd/net_util.h"
 #include "storage/data_dir.h"
 
 namespace silt::cmd {
@@ -19,6 +22,8 @@ namespace {
 struct TopicArgs {
   std::string name;
   int32_t partitions = 1;
+  int16_t replication_factor = -1;
+  int32_t new_partitions = 0;
   std::vector<std::string> configs;
   std::vector<std::string> delete_configs;
   std::string format = "text";
@@ -140,18 +145,162 @@ int Delete(const GlobalOptions& g, const TopicArgs& a) {
 }
 
 int AlterConfig(const GlobalOptions& g, const TopicArgs& a) {
-  if (a.configs.empty() && a.delete_configs.empty())
-    return Fail("alter-config needs at least one --config KEY=VALUE or --delete-config KEY");
+  if (a.configs.empty() && a.delete_configs.empty() && a.new_partitions == 0)
+    return Fail("alter-config needs at least one --config KEY=VALUE, --delete-config KEY or "
+                "--partitions N");
   auto configs = ParseConfigs(a.configs);
   if (!configs.ok()) return Fail(configs.status());
   auto dir = OpenDataDir(g, true);
   if (!dir.ok()) return Fail(dir.status());
-  Status st = (*dir)->AlterTopicConfig(a.name, *configs, a.delete_configs);
+  Status st;
+  if (a.new_partitions > 0) {
+    st = (*dir)->AddPartitions(a.name, a.new_partitions);
+    if (st.IsNotFound()) return Fail("topic '" + a.name + "' does not exist");
+    if (!st.ok()) return Fail(st);
+  }
+  if (!a.configs.empty() || !a.delete_configs.empty())
+    st = (*dir)->AlterTopicConfig(a.name, *configs, a.delete_configs);
   if (st.IsNotFound()) return Fail("topic '" + a.name + "' does not exist");
   if (!st.ok()) return Fail(st);
   st = (*dir)->Close();
   if (!st.ok()) return Fail(st);
   return kExitOk;
+}
+
+
+// ---- network mode (-b): the same commands as Kafka admin requests ----------------------------
+
+using ClusterPtr = std::unique_ptr<client::Cluster>;
+
+std::string Ints(const std::vector<int32_t>& v) {
+  std::string s;
+  for (int32_t x : v) {
+    if (!s.empty()) s += ",";
+    s += std::to_string(x);
+  }
+  return s;
+}
+
+int NetCreate(client::Cluster* c, const TopicArgs& a) {
+  auto configs = ParseConfigs(a.configs);
+  if (!configs.ok()) return Fail(configs.status());
+  if (a.partitions < 1) return Fail("--partitions must be at least 1");
+  client::TopicSpec spec;
+  spec.name = a.name;
+  spec.partitions = a.partitions;
+  spec.replication_factor = a.replication_factor;
+  spec.configs = *configs;
+  Status st = client::CreateTopic(c, spec);
+  if (!st.ok()) return Fail(st);
+  if (client::IsTerminal(1))
+    std::printf("created topic %s with %d partition(s)\n", a.name.c_str(), a.partitions);
+  return kExitOk;
+}
+
+int NetList(client::Cluster* c, const TopicArgs& a) {
+  auto meta = c->FetchMetadata(std::nullopt, false);
+  if (!meta.ok()) return Fail(meta.status());
+  std::map<std::string, int32_t> topics;
+  for (const auto& t : meta->topics)
+    if (t.error_code == 0) topics[t.name] = static_cast<int32_t>(t.partitions.size());
+  std::string out;
+  client::Table t({"TOPIC", "PARTITIONS"});
+  for (const auto& [name, n] : topics) {
+    if (a.format == "json") {
+      out += nlohmann::ordered_json({{"topic", name}, {"partitions", n}}).dump() + "\n";
+    } else {
+      t.AddRow({name, Num(n)});
+    }
+  }
+  if (a.format != "json") out = t.Render(client::IsTerminal(1));
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+int NetDescribe(client::Cluster* c, const TopicArgs& a) {
+  auto meta = c->Topic(a.name, false);
+  if (!meta.ok()) {
+    if (meta.status().IsNotFound()) return Fail("topic '" + a.name + "' does not exist");
+    return Fail(meta.status());
+  }
+  std::map<int32_t, int64_t> earliest_q, latest_q;
+  for (const auto& p : meta->partitions) {
+    earliest_q[p.partition] = -2;
+    latest_q[p.partition] = -1;
+  }
+  auto starts = client::ListOffsets(c, a.name, earliest_q);
+  if (!starts.ok()) return Fail(starts.status());
+  auto ends = client::ListOffsets(c, a.name, latest_q);
+  if (!ends.ok()) return Fail(ends.status());
+  // Configs are best effort: an old broker may not answer DescribeConfigs.
+  std::map<std::string, std::string> overrides, effective;
+  auto configs = client::DescribeTopicConfigs(c, a.name);
+  if (configs.ok()) {
+    for (const auto& e : *configs) {
+      std::string v = e.sensitive ? "(sensitive)" : e.value.value_or("");
+      effective[e.name] = v;
+      if (!e.is_default) overrides[e.name] = v;
+    }
+  }
+  const bool human = client::IsTerminal(1);
+  client::Table t({"PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START", "LOG-END"});
+  nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+  for (const auto& p : meta->partitions) {
+    int64_t s = (*starts)[p.partition], e = (*ends)[p.partition];
+    parts.push_back({{"partition", p.partition},
+                     {"leader", p.leader},
+                     {"replicas", p.replicas},
+                     {"isr", p.isr},
+                     {"log_start_offset", s},
+                     {"log_end_offset", e}});
+    t.AddRow({Num(p.partition), Num(p.leader), Ints(p.replicas), Ints(p.isr), Num(s), Num(e)});
+  }
+  std::string out;
+  if (a.format == "json") {
+    nlohmann::ordered_json j = {{"topic", a.name},
+                                {"partition_count", meta->partitions.size()},
+                                {"partitions", parts},
+                                {"configs", overrides},
+                                {"effective_configs", effective}};
+    out = j.dump() + "\n";
+  } else {
+    out = "Topic: " + a.name + "\nPartitions: " + Num(static_cast<int64_t>(meta->partitions.size())) +
+          "\nConfigs: " + JoinConfigs(overrides) + "\n";
+    if (human) out += "\n";
+    out += t.Render(human);
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+int NetDelete(client::Cluster* c, const TopicArgs& a) {
+  Status st = client::DeleteTopic(c, a.name);
+  if (!st.ok()) return Fail(st);
+  if (client::IsTerminal(1)) std::printf("deleted topic %s\n", a.name.c_str());
+  return kExitOk;
+}
+
+int NetAlterConfig(client::Cluster* c, const TopicArgs& a) {
+  if (a.configs.empty() && a.delete_configs.empty() && a.new_partitions == 0)
+    return Fail("alter-config needs at least one --config KEY=VALUE, --delete-config KEY or "
+                "--partitions N");
+  auto configs = ParseConfigs(a.configs);
+  if (!configs.ok()) return Fail(configs.status());
+  if (a.new_partitions > 0) {
+    Status st = client::CreatePartitions(c, a.name, a.new_partitions);
+    if (!st.ok()) return Fail(st);
+  }
+  if (!a.configs.empty() || !a.delete_configs.empty()) {
+    Status st = client::AlterTopicConfigs(c, a.name, *configs, a.delete_configs);
+    if (!st.ok()) return Fail(st);
+  }
+  return kExitOk;
+}
+
+int RunNet(const GlobalOptions& g, const TopicArgs& a, int (*fn)(client::Cluster*, const TopicArgs&)) {
+  auto c = ConnectCluster(g);
+  if (!c.ok()) return Fail(c.status());
+  return fn(c->get(), a);
 }
 
 }  // namespace
@@ -160,28 +309,35 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
   auto a = std::make_shared<TopicArgs>();
   sub->require_subcommand(1);
   AddDataDirOption(sub, g);
+  AddBootstrapOption(sub, g);
 
   CLI::App* create = sub->add_subcommand("create", "create a topic");
   create->add_option("name", a->name, "topic name")->required();
   create->add_option("--partitions", a->partitions, "number of partitions (default 1)");
+  create->add_option("--replication-factor", a->replication_factor,
+                     "with -b: replicas per partition (default: the broker's default)");
   create->add_option("--config", a->configs, "topic config KEY=VALUE (repeatable)")
       ->allow_extra_args(false);
   AddDataDirOption(create, g);
+  AddBootstrapOption(create, g);
 
   CLI::App* list = sub->add_subcommand("list", "list topics");
   list->add_option("--format", a->format, "output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   AddDataDirOption(list, g);
+  AddBootstrapOption(list, g);
 
   CLI::App* describe = sub->add_subcommand("describe", "show partitions, offsets, sizes and configs");
   describe->add_option("name", a->name, "topic name")->required();
   describe->add_option("--format", a->format, "output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   AddDataDirOption(describe, g);
+  AddBootstrapOption(describe, g);
 
   CLI::App* del = sub->add_subcommand("delete", "delete a topic and all its data");
   del->add_option("name", a->name, "topic name")->required();
   AddDataDirOption(del, g);
+  AddBootstrapOption(del, g);
 
   CLI::App* alter = sub->add_subcommand("alter-config", "set or remove topic config overrides");
   alter->add_option("name", a->name, "topic name")->required();
@@ -190,9 +346,19 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
   alter->add_option("--delete-config", a->delete_configs,
                     "topic config KEY to reset to its default (repeatable)")
       ->allow_extra_args(false);
+  alter->add_option("--partitions", a->new_partitions,
+                    "grow the topic to N partitions (never shrinks)");
   AddDataDirOption(alter, g);
+  AddBootstrapOption(alter, g);
 
   return [=]() {
+    if (NetworkMode(*g)) {
+      if (create->parsed()) return RunNet(*g, *a, NetCreate);
+      if (list->parsed()) return RunNet(*g, *a, NetList);
+      if (describe->parsed()) return RunNet(*g, *a, NetDescribe);
+      if (del->parsed()) return RunNet(*g, *a, NetDelete);
+      if (alter->parsed()) return RunNet(*g, *a, NetAlterConfig);
+    }
     if (create->parsed()) return Create(*g, *a);
     if (list->parsed()) return List(*g, *a);
     if (describe->parsed()) return Describe(*g, *a);

@@ -26,19 +26,19 @@ _silt() {
   local words
   case "$path" in
     "") words="produce consume topic group dump-segment verify-crc serve completion -h --help -V --version" ;;
-    "produce") words="-h --help -t --topic -K --key-delimiter -k --key -H --header -p --partition --partitioner -z --compression --format --batch-size --linger-ms --no-create -d --data-dir" ;;
-    "consume") words="-h --help -t --topic -p --partition -o --offset -f --follow -c --count --format -g --group -d --data-dir" ;;
-    "topic") words="create list describe delete alter-config -h --help -d --data-dir" ;;
-    "topic/create") words="-h --help --partitions --config -d --data-dir" ;;
-    "topic/list") words="-h --help --format -d --data-dir" ;;
-    "topic/describe") words="-h --help --format -d --data-dir" ;;
-    "topic/delete") words="-h --help -d --data-dir" ;;
-    "topic/alter-config") words="-h --help --config --delete-config -d --data-dir" ;;
-    "group") words="list describe reset-offsets delete -h --help -d --data-dir" ;;
-    "group/list") words="-h --help --format -d --data-dir" ;;
-    "group/describe") words="-h --help --format -d --data-dir" ;;
-    "group/reset-offsets") words="-h --help --topic --to-earliest --to-latest --to-offset --to-datetime --shift-by --execute --format -d --data-dir" ;;
-    "group/delete") words="-h --help -d --data-dir" ;;
+    "produce") words="-h --help -t --topic -K --key-delimiter -k --key -H --header -p --partition --partitioner -z --compression --format --batch-size --linger-ms --no-create --acks --no-idempotence -d --data-dir -b --bootstrap-server" ;;
+    "consume") words="-h --help -t --topic -p --partition -o --offset -f --follow -c --count --format -g --group -d --data-dir -b --bootstrap-server" ;;
+    "topic") words="create list describe delete alter-config -h --help -d --data-dir -b --bootstrap-server" ;;
+    "topic/create") words="-h --help --partitions --replication-factor --config -d --data-dir -b --bootstrap-server" ;;
+    "topic/list") words="-h --help --format -d --data-dir -b --bootstrap-server" ;;
+    "topic/describe") words="-h --help --format -d --data-dir -b --bootstrap-server" ;;
+    "topic/delete") words="-h --help -d --data-dir -b --bootstrap-server" ;;
+    "topic/alter-config") words="-h --help --config --delete-config --partitions -d --data-dir -b --bootstrap-server" ;;
+    "group") words="list describe reset-offsets delete -h --help -d --data-dir -b --bootstrap-server" ;;
+    "group/list") words="-h --help --format -d --data-dir -b --bootstrap-server" ;;
+    "group/describe") words="-h --help --format -d --data-dir -b --bootstrap-server" ;;
+    "group/reset-offsets") words="-h --help --topic --to-earliest --to-latest --to-offset --to-datetime --shift-by --execute --format -d --data-dir -b --bootstrap-server" ;;
+    "group/delete") words="-h --help -d --data-dir -b --bootstrap-server" ;;
     "dump-segment") words="-h --help --records --json --shallow" ;;
     "verify-crc") words="-h --help --repair --json -q --quiet --shallow" ;;
     "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --node-id --set --log-level" ;;

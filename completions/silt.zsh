@@ -58,8 +58,12 @@ _silt_produce() {
     '--batch-size[close a batch at this many bytes (default 1 MiB)]:value:_files'
     '--linger-ms[when input pauses, write waiting records after MS milliseconds (default 5)]:value:_files'
     '--no-create[fail if the topic does not exist]'
+    '--acks[with -b: acknowledgements to wait for: 0, 1 or all (default all)]:value:_files'
+    '--no-idempotence[with -b: no producer id and sequence numbers (retries may then duplicate)]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
   )
@@ -86,6 +90,8 @@ _silt_consume() {
     '--group[consumer group: resume after its recorded position and record the new one]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
   )
@@ -99,6 +105,8 @@ _silt_topic() {
     '--help[Print this help message and exit]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
     'create:create a topic'
@@ -127,9 +135,12 @@ _silt_topic_create() {
     '-h[Print this help message and exit]'
     '--help[Print this help message and exit]'
     '--partitions[number of partitions (default 1)]:value:_files'
+    '--replication-factor[with -b: replicas per partition (default: the broker\'s default)]:value:_files'
     '--config[topic config KEY=VALUE (repeatable)]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
   )
@@ -144,6 +155,8 @@ _silt_topic_list() {
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
   )
@@ -158,6 +171,8 @@ _silt_topic_describe() {
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
   )
@@ -171,6 +186,8 @@ _silt_topic_delete() {
     '--help[Print this help message and exit]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
   )
@@ -184,8 +201,11 @@ _silt_topic_alter_config() {
     '--help[Print this help message and exit]'
     '--config[topic config KEY=VALUE to set (repeatable)]:value:_files'
     '--delete-config[topic config KEY to reset to its default (repeatable)]:value:_files'
+    '--partitions[grow the topic to N partitions (never shrinks)]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
   )
@@ -199,6 +219,8 @@ _silt_group() {
     '--help[Print this help message and exit]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
     'list:list consumer groups'
@@ -227,6 +249,8 @@ _silt_group_list() {
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
   )
@@ -241,6 +265,8 @@ _silt_group_describe() {
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
   )
@@ -262,6 +288,8 @@ _silt_group_reset_offsets() {
     '--format[output format: text or json]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
   )
@@ -275,6 +303,8 @@ _silt_group_delete() {
     '--help[Print this help message and exit]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value:_files'
   )
   subs=(
   )

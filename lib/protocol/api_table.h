@@ -32,6 +32,9 @@ enum class ApiKey : int16_t {
   kOffsetForLeaderEpoch = 23,
   kDescribeConfigs = 32,
   kCreatePartitions = 37,
+  // Client-side only (codecs in messages.h, no row in the table: the broker does not serve them).
+  kDeleteGroups = 42,
+  kIncrementalAlterConfigs = 44,
 };
 
 struct ApiInfo {

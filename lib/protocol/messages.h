@@ -786,6 +786,57 @@ struct OffsetForLeaderEpochResponse {
   SILT_WIRE_MESSAGE(OffsetForLeaderEpochResponse, ApiKey::kOffsetForLeaderEpoch);
 };
 
+// ---- DeleteGroups (42), client side, v0-1 ----------------------------------------------
+
+struct DeleteGroupsRequest {
+  std::vector<std::string> groups_names;  // GroupsNames
+  SILT_WIRE_MESSAGE(DeleteGroupsRequest, ApiKey::kDeleteGroups);
+};
+
+struct DeleteGroupsResponse {
+  struct Result {            // DeletableGroupResult
+    std::string group_id;    // GroupId
+    int16_t error_code = 0;  // ErrorCode
+    bool operator==(const Result&) const = default;
+  };
+  int32_t throttle_time_ms = 0;  // ThrottleTimeMs
+  std::vector<Result> results;   // Results
+  SILT_WIRE_MESSAGE(DeleteGroupsResponse, ApiKey::kDeleteGroups);
+};
+
+// ---- IncrementalAlterConfigs (44), client side, v0 --------------------------------------
+
+struct IncrementalAlterConfigsRequest {
+  struct Config {                      // AlterableConfig
+    std::string name;                  // Name
+    int8_t config_operation = 0;       // ConfigOperation (0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT)
+    std::optional<std::string> value;  // Value
+    bool operator==(const Config&) const = default;
+  };
+  struct Resource {               // AlterConfigsResource
+    int8_t resource_type = 0;     // ResourceType (2 topic, 4 broker)
+    std::string resource_name;    // ResourceName
+    std::vector<Config> configs;  // Configs
+    bool operator==(const Resource&) const = default;
+  };
+  std::vector<Resource> resources;  // Resources
+  bool validate_only = false;       // ValidateOnly
+  SILT_WIRE_MESSAGE(IncrementalAlterConfigsRequest, ApiKey::kIncrementalAlterConfigs);
+};
+
+struct IncrementalAlterConfigsResponse {
+  struct Result {                              // AlterConfigsResourceResponse
+    int16_t error_code = 0;                    // ErrorCode
+    std::optional<std::string> error_message;  // ErrorMessage
+    int8_t resource_type = 0;                  // ResourceType
+    std::string resource_name;                 // ResourceName
+    bool operator==(const Result&) const = default;
+  };
+  int32_t throttle_time_ms = 0;  // ThrottleTimeMs
+  std::vector<Result> responses;  // Responses
+  SILT_WIRE_MESSAGE(IncrementalAlterConfigsResponse, ApiKey::kIncrementalAlterConfigs);
+};
+
 #undef SILT_WIRE_MESSAGE
 
 }  // namespace silt::protocol

@@ -218,6 +218,57 @@ void IoOffsetForLeaderEpochResponse(IO& io, M& m, int16_t v) {
   io.TaggedFields();
 }
 
+// ---- DeleteGroups (client side) -----------------------------------------------------------
+
+template <class IO, class M>
+void IoDeleteGroupsRequest(IO& io, M& m, int16_t v) {
+  io.Array(m.groups_names, [&](auto& g) { io.String(g); });
+  io.TaggedFields();
+}
+
+template <class IO, class M>
+void IoDeleteGroupsResponse(IO& io, M& m, int16_t v) {
+  io.I32(m.throttle_time_ms);
+  io.Array(m.results, [&](auto& r) {
+    io.String(r.group_id);
+    io.I16(r.error_code);
+    io.TaggedFields();
+  });
+  io.TaggedFields();
+}
+
+// ---- IncrementalAlterConfigs (client side) ----------------------------------------------
+
+template <class IO, class M>
+void IoIncrementalAlterConfigsRequest(IO& io, M& m, int16_t v) {
+  io.Array(m.resources, [&](auto& r) {
+    io.I8(r.resource_type);
+    io.String(r.resource_name);
+    io.Array(r.configs, [&](auto& c) {
+      io.String(c.name);
+      io.I8(c.config_operation);
+      io.NullableString(c.value);
+      io.TaggedFields();
+    });
+    io.TaggedFields();
+  });
+  io.Bool(m.validate_only);
+  io.TaggedFields();
+}
+
+template <class IO, class M>
+void IoIncrementalAlterConfigsResponse(IO& io, M& m, int16_t v) {
+  io.I32(m.throttle_time_ms);
+  io.Array(m.responses, [&](auto& r) {
+    io.I16(r.error_code);
+    io.NullableString(r.error_message);
+    io.I8(r.resource_type);
+    io.String(r.resource_name);
+    io.TaggedFields();
+  });
+  io.TaggedFields();
+}
+
 }  // namespace
 
 SILT_DEFINE_CODEC(CreateTopicsRequest)
@@ -232,5 +283,10 @@ SILT_DEFINE_CODEC(DeleteRecordsRequest)
 SILT_DEFINE_CODEC(DeleteRecordsResponse)
 SILT_DEFINE_CODEC(OffsetForLeaderEpochRequest)
 SILT_DEFINE_CODEC(OffsetForLeaderEpochResponse)
+
+SILT_DEFINE_CODEC(DeleteGroupsRequest)
+SILT_DEFINE_CODEC(DeleteGroupsResponse)
+SILT_DEFINE_CODEC(IncrementalAlterConfigsRequest)
+SILT_DEFINE_CODEC(IncrementalAlterConfigsResponse)
 
 }  // namespace silt::protocol

@@ -1,0 +1,115 @@
+// Producing records to a Kafka cluster (silt or Apache Kafka) over the network.
+//
+// Records are grouped into RecordBatch v2 batches per partition (closed at `batch_bytes`, or on
+// Poll() once the oldest record has waited `linger_ms`), and each leader gets one Produce request
+// carrying the ready batches of its partitions. Up to `max_in_flight` requests are pipelined per
+// connection.
+//
+// Idempotence (the default with acks=all, as in Kafka 3.x): InitProducerId gives a producer id
+// and epoch; every batch carries them and its partition's next sequence number, fixed when the
+// batch is closed. A batch that fails with a retriable error (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE,
+// UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT, a network error, ...) is re-sent with the same
+// bytes after a metadata refresh and a backoff, together with every later batch of its
+// partition, so order holds and the broker drops duplicates (DUPLICATE_SEQUENCE_NUMBER counts
+// as success). A batch rejected for good (MESSAGE_TOO_LARGE, INVALID_RECORD, ...) is counted as
+// failed, and the later batches of its partition are renumbered so the sequence has no gap.
+// Without idempotence each partition has one batch in flight at a time, so retries keep order.
+//
+// With acks=0 nothing is acknowledged: a batch counts as delivered once written to the socket.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "client/cluster.h"
+#include "client/local_producer.h"
+#include "client/partitioner.h"
+#include "format/layout.h"
+#include "format/record_batch.h"
+
+namespace silt::client {
+
+struct NetProducerOptions {
+  format::Compression compression = format::Compression::kNone;
+  size_t batch_bytes = 1 << 20;
+  int64_t linger_ms = 5;
+  int16_t acks = -1;  // 0, 1 or -1 (all)
+  bool idempotent = true;
+  Partitioner::Kind partitioner = Partitioner::Kind::kDefault;
+  int32_t partition = -1;      // >= 0: every record goes there
+  bool create_topic = true;    // Metadata allow_auto_topic_creation
+  int max_in_flight = 5;       // Produce requests per connection
+  int delivery_timeout_ms = 120000;  // give up retrying a batch after this long
+  size_t max_buffered_bytes = 32 << 20;
+  uint64_t seed = 0;
+};
+
+class NetProducer {
+ public:
+  // Connects through `cluster` (which must outlive the producer), looks the topic up (creating
+  // it when the broker auto-creates and create_topic is on) and, when idempotent, gets a
+  // producer id. NotFound for a missing topic; InvalidArgument for a partition it lacks.
+  static Result<std::unique_ptr<NetProducer>> Open(Cluster* cluster, const std::string& topic,
+                                                   const NetProducerOptions& options);
+  ~NetProducer();
+
+  // Queues one record (timestamp -1: now). May send and wait for answers when buffers are full.
+  // TooLarge when the record alone exceeds the broker's message size limit as far as the client
+  // knows (1 MiB default); nothing is queued then, and it is counted as failed.
+  Status Send(std::optional<std::string_view> key, std::optional<std::string_view> value,
+              const HeaderViews& headers, int64_t timestamp = -1);
+  // Sends batches whose linger has expired and reads answers that have arrived, without
+  // blocking for long.
+  Status Poll();
+  // Closes every batch and sends it, then waits until each is acknowledged or has failed.
+  // Returns an error only for a problem that stopped delivery as a whole (e.g. no broker);
+  // per-record failures are counted in records_failed().
+  Status Flush();
+
+  int32_t partitions() const { return static_cast<int32_t>(parts_.size()); }
+  int64_t records_sent() const { return records_acked_; }
+  int64_t records_failed() const { return records_failed_; }
+  // The first per-batch error seen (empty when none).
+  const std::string& first_error() const { return first_error_; }
+
+ private:
+  struct Batch;
+  struct Part;
+  struct InFlight;
+  NetProducer(Cluster* cluster, std::string topic, const NetProducerOptions& options);
+  Status InitProducerId();
+  Status CloseBatch(int32_t partition);
+  // Sends what is ready; `all` ignores linger.
+  Status SendReady(bool all);
+  // Reads one answer from any connection with requests outstanding; waits up to `wait_ms`.
+  Status ReadAnswers(int wait_ms);
+  void HandleResult(Part& p, Batch* b, int16_t code, const std::optional<std::string>& message);
+  void FailBatch(Part& p, Batch* b, const std::string& why);
+  void Resequence(Part& p);
+  Status RefreshLeaders();
+  int64_t Outstanding() const;
+
+  Cluster* cluster_;
+  std::string topic_;
+  NetProducerOptions options_;
+  Partitioner partitioner_;
+  std::vector<std::unique_ptr<Part>> parts_;
+  std::map<Connection*, std::deque<std::unique_ptr<InFlight>>> in_flight_;
+  int64_t producer_id_ = -1;
+  int16_t producer_epoch_ = -1;
+  size_t buffered_ = 0;
+  bool need_metadata_ = false;
+  int64_t records_acked_ = 0;
+  int64_t records_failed_ = 0;
+  std::string first_error_;
+  int64_t max_record_bytes_ = format::kDefaultMaxMessageBytes;
+};
+
+}  // namespace silt::client
