@@ -144,6 +144,12 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerConfig& config) {
   }
   SILT_TRY(b->LoadMeta());
   SILT_TRY(b->StartGroupCoordinator());
+  if (config.log_cleaner_enable) {
+    storage::CleanerOptions co;
+    co.backoff_ms = config.log_cleaner_backoff_ms;
+    b->cleaner_ = std::make_unique<storage::LogCleaner>(b->dir_->path(), co);
+    SILT_TRY(b->cleaner_->Start(b->dir_.get()));
+  }
   return b;
 }
 
@@ -340,6 +346,8 @@ void Broker::BeginShutdown() {
 Status Broker::Close() {
   // Outside mu_: the coordinator's timer may be writing through this broker.
   if (groups_) groups_->Shutdown();
+  // The cleaner works on the data dir's logs: stop it before they close.
+  if (cleaner_) cleaner_->Stop();
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return Status::OK();
   closed_ = true;

@@ -20,6 +20,7 @@
 #include "broker/config.h"
 #include "broker/producer_state.h"
 #include "storage/data_dir.h"
+#include "storage/log_cleaner.h"
 #include "storage/partition_log.h"
 
 namespace silt::broker {
@@ -142,6 +143,8 @@ class Broker {
   // Declared last: the coordinator writes through the broker, so it goes first.
   std::unique_ptr<ConsumerOffsetsTopic> offsets_log_;
   std::unique_ptr<GroupCoordinator> groups_;
+  // Compacts cleanup.policy=compact topics (__consumer_offsets included) in the background.
+  std::unique_ptr<storage::LogCleaner> cleaner_;
 };
 
 }  // namespace silt::broker

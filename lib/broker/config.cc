@@ -163,6 +163,15 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   if (key == "group.max.session.timeout.ms") {
     return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->group_max_session_timeout_ms);
   }
+  if (key == "log.cleaner.enable") {
+    if (value != "true" && value != "false")
+      return Status::InvalidArgument("log.cleaner.enable must be true or false, not '" + value + "'");
+    c->log_cleaner_enable = value == "true";
+    return Status::OK();
+  }
+  if (key == "log.cleaner.backoff.ms") {
+    return ParseInt<int64_t>(key, value, 1, INT64_MAX, &c->log_cleaner_backoff_ms);
+  }
   if (key == "group.initial.rebalance.delay.ms") {
     return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->group_initial_rebalance_delay_ms);
   }

@@ -49,6 +49,8 @@ struct BrokerConfig {
   int32_t group_min_session_timeout_ms = 6000;               // group.min.session.timeout.ms
   int32_t group_max_session_timeout_ms = 1800000;            // group.max.session.timeout.ms
   int32_t group_initial_rebalance_delay_ms = 3000;           // group.initial.rebalance.delay.ms
+  bool log_cleaner_enable = true;             // log.cleaner.enable
+  int64_t log_cleaner_backoff_ms = 15000;      // log.cleaner.backoff.ms
   // Keys that were accepted but have no effect here (reported once at start-up).
   std::vector<std::string> ignored_keys;
 };

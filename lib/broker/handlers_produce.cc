@@ -56,6 +56,8 @@ PartitionOutcome ProducePartition(Broker& b, const std::string& topic, int32_t p
   // Decompression is bounded by the same limit: a batch that inflates past max.message.bytes
   // is refused rather than allocated (Kafka only bounds the compressed size).
   limits.max_uncompressed_size = cfg.max_message_bytes;
+  // A producer's batch has no gaps: offset deltas run 0..lastOffsetDelta exactly.
+  limits.contiguous_offsets = true;
   auto view = format::RecordBatchView::Parse(bytes, limits);
   if (!view.ok()) {
     ErrorCode c = view.status().IsTooLarge() ? ErrorCode::MESSAGE_TOO_LARGE : ErrorCode::CORRUPT_MESSAGE;
@@ -79,6 +81,10 @@ PartitionOutcome ProducePartition(Broker& b, const std::string& topic, int32_t p
     }
     // INVALID_RECORD exists from Produce v8; older clients get CORRUPT_MESSAGE.
     return fail(version >= 8 ? ErrorCode::INVALID_RECORD : ErrorCode::CORRUPT_MESSAGE, v.message());
+  }
+
+  if (Status k = storage::CheckKeysForCompaction(cfg, view->bytes()); !k.ok()) {
+    return fail(version >= 8 ? ErrorCode::INVALID_RECORD : ErrorCode::CORRUPT_MESSAGE, k.message());
   }
 
   std::lock_guard<std::mutex> lock(state->produce_mu);

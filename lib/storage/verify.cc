@@ -214,10 +214,28 @@ bool IsPartitionDirName(const std::string& name) {
                      [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// Whether the partition's topic is compacted (gaps between batches are then normal): Kafka's
+// internal compacted topics by name, and silt topics by the cleanup.policy in their
+// silt-topics/<topic>.properties beside the partition directories.
 bool CompactedByName(const std::string& partition_dir) {
   std::string name = BaseName(partition_dir);
-  return name.rfind("__consumer_offsets-", 0) == 0 || name.rfind("__cluster_metadata-", 0) == 0 ||
-         name.rfind("__transaction_state-", 0) == 0;
+  if (name.rfind("__consumer_offsets-", 0) == 0 || name.rfind("__cluster_metadata-", 0) == 0 ||
+      name.rfind("__transaction_state-", 0) == 0)
+    return true;
+  size_t dash = name.rfind('-');
+  if (dash == std::string::npos) return false;
+  auto text = ReadFile(JoinPath(JoinPath(DirName(partition_dir), "silt-topics"),
+                                name.substr(0, dash) + ".properties"));
+  if (!text.ok()) return false;
+  std::string_view rest = *text;
+  while (!rest.empty()) {
+    size_t nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    if (line.rfind("cleanup.policy=", 0) == 0 && line.find("compact") != std::string_view::npos)
+      return true;
+  }
+  return false;
 }
 
 Result<std::vector<std::string>> SegmentLogs(const std::string& dir) {
