@@ -44,23 +44,21 @@ void OnSignal(int) { g_stop.store(true); }
 // commit, so a producer can hold it in between; if one holds it now, wait a little for it.
 Status CommitPositions(const GlobalOptions& g, const std::string& group, const std::string& topic,
                        const std::map<int32_t, int64_t>& positions, int64_t wait_ms) {
-  const int64_t deadline = MonotonicMs() + wait_ms;
-  for (;;) {
-    auto dir = OpenDataDir(g, true);
-    if (!dir.ok()) {
-      if (dir.status().IsBusy() && MonotonicMs() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        continue;
-      }
-      return dir.status().WithContext("recording the position of group '" + group + "'");
-    }
-    storage::DataDir::GroupOffsets offsets;
-    auto existing = (*dir)->GroupCommitted(group);
-    if (existing.ok()) offsets = *existing;
-    for (const auto& [p, o] : positions) offsets[topic][p] = o;
-    SILT_TRY((*dir)->CommitGroup(group, offsets));
-    return (*dir)->Close();
-  }
+  // Read-only with group commits: no need for the writer's lock, so a producer running at the
+  // same time (e.g. `tail -F log | silt produce`) does not hold the consumer up.
+  (void)wait_ms;
+  storage::DataDir::Options o;
+  o.read_only = true;
+  o.group_commits = true;
+  o.create = false;
+  auto dir = storage::DataDir::Open(g.data_dir, o);
+  if (!dir.ok()) return dir.status().WithContext("recording the position of group '" + group + "'");
+  storage::DataDir::GroupOffsets offsets;
+  auto existing = (*dir)->GroupCommitted(group);
+  if (existing.ok()) offsets = *existing;
+  for (const auto& [p, o2] : positions) offsets[topic][p] = o2;
+  SILT_TRY((*dir)->CommitGroup(group, offsets));
+  return (*dir)->Close();
 }
 
 void CatchSignals() {

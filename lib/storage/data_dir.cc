@@ -649,7 +649,11 @@ Result<DataDir::GroupOffsets> DataDir::GroupCommitted(const std::string& group) 
 
 Status DataDir::CommitGroup(const std::string& group, const GroupOffsets& offsets) {
   Impl& im = *impl_;
-  SILT_TRY(im.CheckWritable());
+  if (im.options.read_only && im.options.group_commits) {
+    if (im.closed) return Status::InvalidArgument(im.path + " is closed");
+  } else {
+    SILT_TRY(im.CheckWritable());
+  }
   if (group.empty()) return Status::InvalidArgument("group name is empty");
   std::lock_guard l(im.mu);
   std::string dir = JoinPath(im.path, kGroupsDir);

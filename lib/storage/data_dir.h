@@ -46,7 +46,11 @@ Status ValidateTopicName(const std::string& name);
 class DataDir {
  public:
   struct Options {
-    bool read_only = false;  // no lock taken, nothing written
+    bool read_only = false;  // no lock taken, nothing written (but see group_commits)
+    // With read_only: CommitGroup still writes. Each group's file is replaced atomically and the
+    // writer holding the lock never touches it, so a reader (`silt consume -g`) can record its
+    // position while a producer holds the directory.
+    bool group_commits = false;
     bool create = true;      // create the directory if missing
     LogConfig defaults;      // configs for topics that do not override them
     int32_t default_partitions = 1;

@@ -117,6 +117,11 @@ exec 7>"$TMP/hold"
 sleep 0.3
 run "$SILT" consume -t t -p 1
 assert_eq "$(printf 'p1a\np1b\np1c')" "$OUT" "consume works while a producer holds the lock"
+# ... and records a group's position meanwhile: the second run resumes after it.
+run "$SILT" consume -t t -p 1 -g locked-readers
+assert_eq "0" "$RC" "consume -g exits 0 while a producer holds the lock"
+run "$SILT" consume -t t -p 1 -g locked-readers
+assert_eq "" "$OUT" "consume -g resumed after the position recorded under the lock"
 exec 7>&-
 wait "${BG_PIDS[0]}"
 BG_PIDS=()
