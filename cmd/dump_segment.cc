@@ -10,6 +10,7 @@
 
 #include "base/coding.h"
 #include "base/file.h"
+#include "client/record_format.h"
 #include "cmd/command.h"
 #include "format/layout.h"
 #include "format/legacy.h"
@@ -47,66 +48,19 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool IsUtf8(std::string_view s) {
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4;
-    else return false;
-    if (i + len > n) return false;
-    for (size_t k = 1; k < len; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-    if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0) || (c == 0xF0 && c1 < 0x90) ||
-        (c == 0xF4 && c1 >= 0x90))
-      return false;  // overlong forms, UTF-16 surrogates, beyond U+10FFFF
-    i += len;
-  }
-  return true;
-}
-
-std::string Base64(std::string_view in) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) |
-                 uint8_t(in[i + 2]);
-    out += k[v >> 18];
-    out += k[(v >> 12) & 63];
-    out += k[(v >> 6) & 63];
-    out += k[v & 63];
-  }
-  if (i < in.size()) {
-    uint32_t v = uint32_t(uint8_t(in[i])) << 16;
-    if (i + 1 < in.size()) v |= uint32_t(uint8_t(in[i + 1])) << 8;
-    out += k[v >> 18];
-    out += k[(v >> 12) & 63];
-    out += i + 1 < in.size() ? k[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
 // Bytes as JSON: a string when they are valid UTF-8, else {"base64": "..."}; null stays null.
 nlohmann::ordered_json BytesJson(bool is_null, std::string_view b) {
   if (is_null) return nullptr;
-  if (IsUtf8(b)) return std::string(b);
-  return nlohmann::ordered_json{{"base64", Base64(b)}};
+  if (client::IsValidUtf8(b)) return std::string(b);
+  std::string encoded;
+  client::Base64Encode(b, &encoded);
+  return nlohmann::ordered_json{{"base64", encoded}};
 }
 
 // Bytes for a terminal: printable ASCII and UTF-8 as is, anything else as \xNN.
 std::string BytesText(bool is_null, std::string_view b) {
   if (is_null) return "null";
-  if (IsUtf8(b)) {
+  if (client::IsValidUtf8(b)) {
     bool plain = true;
     for (char c : b)
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) plain = false;
