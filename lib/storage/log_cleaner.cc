@@ -34,20 +34,6 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// "<20 digits><suffix>" -> base offset.
-bool ParseSegmentFile(std::string_view name, std::string_view suffix, int64_t* base) {
-  if (name.size() != static_cast<size_t>(format::kSegmentNameDigits) + suffix.size() ||
-      name.substr(format::kSegmentNameDigits) != suffix)
-    return false;
-  int64_t v = 0;
-  for (int i = 0; i < format::kSegmentNameDigits; ++i) {
-    char c = name[static_cast<size_t>(i)];
-    if (c < '0' || c > '9' || v > (INT64_MAX - (c - '0')) / 10) return false;
-    v = v * 10 + (c - '0');
-  }
-  *base = v;
-  return true;
-}
 
 // Iterates the batches of one segment file, reading ahead in chunks; each batch is checked
 // (framing and CRC-32C) before it is handed out.
@@ -380,15 +366,15 @@ Status FinishInterruptedSwaps(const std::string& dir) {
   const std::string log_swap = std::string(format::kLogSuffix) + kSwapSuffix;
   for (const std::string& n : names) {
     int64_t base;
-    if (!ParseSegmentFile(n, log_swap, &base)) continue;
+    if (!ParseSegmentFileName(n, log_swap, &base)) continue;
     std::string swap_path = JoinPath(dir, n);
     SILT_ASSIGN_OR_RETURN(int64_t end, SwapEndOffset(swap_path));
     // Every segment file whose base lies in [base, end) belonged to the replaced group.
     for (const std::string& m : names) {
       int64_t b;
-      if ((ParseSegmentFile(m, format::kLogSuffix, &b) ||
-           ParseSegmentFile(m, format::kIndexSuffix, &b) ||
-           ParseSegmentFile(m, format::kTimeIndexSuffix, &b)) &&
+      if ((ParseSegmentFileName(m, format::kLogSuffix, &b) ||
+           ParseSegmentFileName(m, format::kIndexSuffix, &b) ||
+           ParseSegmentFileName(m, format::kTimeIndexSuffix, &b)) &&
           b >= base && b < end && PathExists(JoinPath(dir, m)))
         SILT_TRY(RemoveFile(JoinPath(dir, m)));
     }

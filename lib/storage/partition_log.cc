@@ -30,23 +30,6 @@
 namespace silt::storage {
 namespace {
 
-// Parses "<20 digits>.log" into its base offset.
-bool ParseSegmentName(const std::string& name, const char* suffix, int64_t* base) {
-  std::string_view n = name;
-  std::string_view suf = suffix;
-  if (n.size() != static_cast<size_t>(format::kSegmentNameDigits) + suf.size()) return false;
-  if (n.substr(format::kSegmentNameDigits) != suf) return false;
-  int64_t v = 0;
-  for (int i = 0; i < format::kSegmentNameDigits; ++i) {
-    char c = n[static_cast<size_t>(i)];
-    if (c < '0' || c > '9') return false;
-    if (v > (INT64_MAX - (c - '0')) / 10) return false;
-    v = v * 10 + (c - '0');
-  }
-  *base = v;
-  return true;
-}
-
 Status ParseEpochCheckpoint(const std::string& path, const std::string& text,
                             std::vector<PartitionLog::EpochEntry>* out) {
   std::istringstream in(text);
@@ -238,13 +221,13 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
   std::vector<std::string> orphans;
   for (const std::string& n : names) {
     int64_t b;
-    if (ParseSegmentName(n, format::kLogSuffix, &b)) bases.push_back(b);
+    if (ParseSegmentFileName(n, format::kLogSuffix, &b)) bases.push_back(b);
   }
   std::sort(bases.begin(), bases.end());
   for (const std::string& n : names) {
     int64_t b;
-    if ((ParseSegmentName(n, format::kIndexSuffix, &b) ||
-         ParseSegmentName(n, format::kTimeIndexSuffix, &b)) &&
+    if ((ParseSegmentFileName(n, format::kIndexSuffix, &b) ||
+         ParseSegmentFileName(n, format::kTimeIndexSuffix, &b)) &&
         !std::binary_search(bases.begin(), bases.end(), b))
       orphans.push_back(n);
   }

@@ -30,6 +30,20 @@ std::string SegmentFileName(Offset base, const char* suffix) {
   return std::string(buf) + suffix;
 }
 
+bool ParseSegmentFileName(std::string_view name, std::string_view suffix, int64_t* base) {
+  if (name.size() != static_cast<size_t>(format::kSegmentNameDigits) + suffix.size() ||
+      name.substr(format::kSegmentNameDigits) != suffix)
+    return false;
+  int64_t v = 0;
+  for (int i = 0; i < format::kSegmentNameDigits; ++i) {
+    char c = name[static_cast<size_t>(i)];
+    if (c < '0' || c > '9' || v > (INT64_MAX - (c - '0')) / 10) return false;
+    v = v * 10 + (c - '0');
+  }
+  *base = v;
+  return true;
+}
+
 Segment::Segment(std::string dir, Offset base, bool read_only)
     : dir_(std::move(dir)),
       base_(base),

@@ -38,6 +38,8 @@ struct BatchInfo {
 
 // "00000000000000000042" for 42.
 std::string SegmentFileName(Offset base, const char* suffix);
+// The inverse: true and *base for "<20 digits><suffix>" (e.g. "00000000000000000042.log").
+bool ParseSegmentFileName(std::string_view name, std::string_view suffix, int64_t* base);
 
 class Segment {
  public:

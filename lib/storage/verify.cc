@@ -15,6 +15,7 @@
 #include "format/layout.h"
 #include "format/record_batch.h"
 #include "storage/partition_log.h"
+#include "storage/segment.h"
 
 namespace silt::storage {
 namespace {
@@ -37,12 +38,9 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
 int64_t NameOffset(const std::string& path) {
   std::string base = BaseName(path);
   size_t dot = base.find('.');
-  if (dot != static_cast<size_t>(format::kSegmentNameDigits)) return -1;
-  int64_t v = 0;
-  for (size_t i = 0; i < dot; ++i) {
-    if (base[i] < '0' || base[i] > '9') return -1;
-    v = v * 10 + (base[i] - '0');
-  }
+  int64_t v = -1;
+  if (dot == std::string::npos || !ParseSegmentFileName(base, std::string_view(base).substr(dot), &v))
+    return -1;
   return v;
 }
 
