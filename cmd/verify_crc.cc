@@ -48,12 +48,6 @@ int Run(const VerifyFlags& f, const GlobalOptions&) {
   }
   for (const auto& p : report.problems) PrintProblem(p, f.json);
 
-  int64_t batches = 0, records = 0, bytes = 0;
-  for (const auto& s : report.segments) {
-    batches += s.entries;
-    records += s.records;
-    bytes += s.file_size;
-  }
 
   std::vector<std::string> repaired_actions;
   bool repaired = false;
@@ -80,9 +74,15 @@ int Run(const VerifyFlags& f, const GlobalOptions&) {
       if (!s.ok()) return Fail(s);
     }
     for (const auto& p : after.problems) PrintProblem(p, f.json);
-    report.problems = after.problems;
+    report = std::move(after);  // the summary describes the data as it is now
   }
 
+  int64_t batches = 0, records = 0, bytes = 0;
+  for (const auto& s : report.segments) {
+    batches += s.entries;
+    records += s.records;
+    bytes += s.file_size;
+  }
   if (f.json) {
     nlohmann::ordered_json j = {{"summary",
                          {{"files", report.files},

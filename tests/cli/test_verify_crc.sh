@@ -51,6 +51,7 @@ check "bit flip reported as corruption at ${pos[9]}: $out" '[[ "$out" == *"00000
 # Repair cuts at the bad batch, quarantines the rest byte for byte, and is idempotent.
 out=$("$SILT" verify-crc --repair "$T/zk/test-0"); rc=$?
 check "repair leaves a clean partition (rc $rc): $out" '[ $rc -eq 0 ] && [[ "$out" == *"clean after repair"* ]]'
+check "the summary describes the repaired data: $out" '[[ "$out" == *"9 batches, "*", ${pos[9]} bytes: clean after repair"* ]]'
 check "segment truncated at ${pos[9]}" '[ "$(stat -c %s "$LOG")" -eq ${pos[9]} ]'
 q="$LOG.${pos[9]}.quarantined"
 check "quarantine file holds exactly the cut bytes" 'cmp -s "$q" <(tail -c $(( size - ${pos[9]} )) "$T/flipped.log")'
