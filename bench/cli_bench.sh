@@ -18,14 +18,18 @@ path, mb = sys.argv[1], int(sys.argv[2])
 random.seed(7)
 paths = ["/", "/index.html", "/api/v1/orders", "/api/v1/users/42", "/static/app.js",
          "/static/style.css", "/images/logo.png", "/search?q=kafka", "/login", "/health"]
-agents = ["Mozilla/5.0 (X11; Linux x86_64)", "curl/7.88.1", "Go-http-client/1.1",
-          "Mozilla/5.0 (Macintosh; Intel Mac OS X 13_4)"]
+agents = ["Mozilla/5.0 (X11; Linux x86_64; rv:109.0) Gecko/20100101 Firefox/115.0",
+          "Mozilla/5.0 (Macintosh; Intel Mac OS X 13_4) AppleWebKit/605.1.15 Safari/605.1.15",
+          "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/119.0.0.0 Safari/537.36",
+          "curl/7.88.1"]
+referers = ["-", "https://example.com/", "https://www.google.com/search?q=silt+log",
+            "https://example.com/api/docs"]
 lines = []
 for i in range(20000):
     ip = "%d.%d.%d.%d" % (random.randint(1, 223), random.randint(0, 255), random.randint(0, 255), random.randint(1, 254))
-    lines.append('%s - - [29/Nov/2026:20:%02d:%02d +0000] "GET %s HTTP/1.1" %d %d "-" "%s"\n' % (
+    lines.append('%s - - [29/Nov/2026:20:%02d:%02d +0000] "GET %s HTTP/1.1" %d %d "%s" "%s"\n' % (
         ip, random.randint(0, 59), random.randint(0, 59), random.choice(paths),
-        random.choice([200, 200, 200, 304, 404, 500]), random.randint(100, 90000), random.choice(agents)))
+        random.choice([200, 200, 200, 304, 404, 500]), random.randint(100, 90000), random.choice(referers), random.choice(agents)))
 block = "".join(lines).encode()
 target = mb * 1024 * 1024
 with open(path, "wb") as f:

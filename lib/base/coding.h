@@ -82,6 +82,10 @@ inline int VarlongLength(int64_t v) { return UvarintLength(ZigZagEncode64(v)); }
 // Decodes an unsigned varint of at most `max_bytes` from [p, limit). Returns the byte count, or
 // 0 when the input ends first or the varint is longer than allowed.
 inline int DecodeUvarint64(const char* p, const char* limit, uint64_t* out, int max_bytes) {
+  if (p < limit && static_cast<signed char>(*p) >= 0) {  // one byte: the common case
+    *out = static_cast<unsigned char>(*p);
+    return 1;
+  }
   uint64_t result = 0;
   for (int i = 0, shift = 0; i < max_bytes && p + i < limit; ++i, shift += 7) {
     uint64_t byte = static_cast<unsigned char>(p[i]);

@@ -37,6 +37,10 @@ struct ConsumerOptions {
   bool follow = false;
   int idle_check_ms = 2000;  // follow: longest sleep without an inotify event (a safety net)
   size_t read_chunk_bytes = 4 << 20;
+  // A segment with at least this many unread bytes is read ahead on a second thread (see
+  // client/read_ahead.h); 0 never does.
+  int64_t read_ahead_min_bytes = 16 << 20;
+  size_t read_ahead_chunk_bytes = 1 << 20;
 };
 
 class LocalConsumer {
@@ -68,6 +72,12 @@ class LocalConsumer {
   Status Pump(Part* p, const RecordFn& fn, const std::atomic<bool>* stop, bool* progress,
               bool* stopped);
   Status WaitForChange(const std::atomic<bool>* stop);
+  // The next chunk from p's read-ahead (starting one when much of the segment is unread); false
+  // when the caller must read for itself.
+  bool ReadAheadChunk(Part* p, std::string_view* data, bool* crc_checked);
+
+  // Read-aheads at once, which bounds the memory they hold.
+  static constexpr int kMaxReadAheads = 4;
 
   std::string topic_;
   ConsumerOptions options_;

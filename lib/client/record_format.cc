@@ -234,8 +234,8 @@ Result<RecordFormatter> RecordFormatter::Parse(std::string_view format) {
   return f;
 }
 
-void RecordFormatter::Append(std::string_view topic, int32_t partition,
-                             const format::RecordView& r, std::string* out) const {
+void RecordFormatter::AppendFormatted(std::string_view topic, int32_t partition,
+                                      const format::RecordView& r, std::string* out) const {
   switch (kind_) {
     case Kind::kText:
       out->append(r.value);

@@ -20,10 +20,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "format/record_batch.h"
 
-namespace silt::format {
-struct RecordView;
-}
 
 namespace silt::client {
 
@@ -51,9 +49,18 @@ class RecordFormatter {
 
   Kind kind() const { return kind_; }
   void Append(std::string_view topic, int32_t partition, const format::RecordView& r,
-              std::string* out) const;
+              std::string* out) const {
+    if (kind_ == Kind::kText) {  // the common case, kept inline
+      out->append(r.value.data(), r.value.size());
+      out->push_back('\n');
+      return;
+    }
+    AppendFormatted(topic, partition, r, out);
+  }
 
  private:
+  void AppendFormatted(std::string_view topic, int32_t partition, const format::RecordView& r,
+                       std::string* out) const;
   struct Piece {
     char token;          // 0 for literal text, else the letter after '%'
     std::string literal;

@@ -14,8 +14,6 @@ namespace {
 // Smallest record: length, attributes, timestampDelta, offsetDelta, keyLength, valueLength,
 // headersCount, one byte each.
 constexpr size_t kMinRecordSize = 7;
-// Smallest header: headerKeyLength (0) and headerValueLength (-1).
-constexpr size_t kMinHeaderSize = 2;
 
 void WriteNullableBytes(ByteWriter& w, bool null, std::string_view b) {
   if (null) {
@@ -24,20 +22,6 @@ void WriteNullableBytes(ByteWriter& w, bool null, std::string_view b) {
   }
   w.Varint(static_cast<int32_t>(b.size()));
   w.Raw(b);
-}
-
-// Reads a varint length and that many bytes; -1 (when allowed) is null.
-bool ReadVarBytes(ByteReader& r, bool allow_null, bool* null, std::string_view* out) {
-  int32_t len;
-  if (!r.Varint(&len)) return false;
-  if (len == -1 && allow_null) {
-    *null = true;
-    *out = {};
-    return true;
-  }
-  if (len < 0) return false;
-  *null = false;
-  return r.Bytes(static_cast<size_t>(len), out);
 }
 
 Status RecordError(int index, const std::string& what) {
@@ -194,97 +178,75 @@ Result<RecordBatchView> RecordBatchView::Parse(std::string_view data, const Vali
   return RecordBatchView(h, data.substr(0, static_cast<size_t>(h.size())));
 }
 
-Status RecordBatchView::ForEachRecord(const std::function<bool(const RecordView&)>& fn,
-                                      const ValidateLimits& limits) const {
+Status RecordBatchView::RecordsForDecoding(const ValidateLimits& limits, std::string* inflated,
+                                           std::string_view* block) const {
   const BatchHeader& h = header_;
-  std::string inflated;
-  std::string_view block = records_block();
+  *block = records_block();
   Compression codec = h.compression();
   if (static_cast<int>(codec) > static_cast<int>(Compression::kZstd))
     return Status::Corruption("unknown compression codec " + std::to_string(static_cast<int>(codec)));
   if (codec != Compression::kNone) {
-    Status s = Decompress(codec, block, limits.max_uncompressed_size, &inflated);
+    Status s = Decompress(codec, *block, limits.max_uncompressed_size, inflated);
     if (!s.ok()) return s.WithContext("records block");
-    block = inflated;
+    *block = *inflated;
   }
-  if (h.records_count < 0 || static_cast<uint64_t>(h.records_count) > block.size() / kMinRecordSize)
+  if (h.records_count < 0 || static_cast<uint64_t>(h.records_count) > block->size() / kMinRecordSize)
     return Status::Corruption("recordsCount " + std::to_string(h.records_count) +
-                              " cannot fit in a records block of " + std::to_string(block.size()) +
+                              " cannot fit in a records block of " + std::to_string(block->size()) +
                               " bytes");
   if (h.records_count > static_cast<int64_t>(h.last_offset_delta) + 1)
     return Status::Corruption("recordsCount " + std::to_string(h.records_count) +
                               " exceeds lastOffsetDelta + 1 = " +
                               std::to_string(static_cast<int64_t>(h.last_offset_delta) + 1));
-
-  ByteReader in(block);
-  RecordView rv;
-  int64_t prev_delta = -1;
-  for (int32_t i = 0; i < h.records_count; ++i) {
-    if (in.empty())
-      return Status::Corruption("recordsCount is " + std::to_string(h.records_count) +
-                                " but the block holds only " + std::to_string(i) + " records");
-    int32_t length;
-    std::string_view body;
-    if (!in.Varint(&length)) return RecordError(i, "malformed length");
-    if (length < 0 || !in.Bytes(static_cast<size_t>(length), &body))
-      return RecordError(i, "length " + std::to_string(length) + " overruns the batch");
-
-    ByteReader r(body);
-    int8_t attributes;
-    int64_t ts_delta;
-    int32_t offset_delta;
-    if (!r.I8(&attributes) || !r.Varlong(&ts_delta) || !r.Varint(&offset_delta))
-      return RecordError(i, "malformed attributes, timestampDelta or offsetDelta");
-    if (offset_delta <= prev_delta || offset_delta > h.last_offset_delta)
-      return RecordError(i, "offsetDelta " + std::to_string(offset_delta) +
-                                " is not above the previous " + std::to_string(prev_delta) +
-                                " and within lastOffsetDelta " +
-                                std::to_string(h.last_offset_delta));
-    if (limits.contiguous_offsets && offset_delta != i)
-      return RecordError(i, "offsetDelta " + std::to_string(offset_delta) + ", expected " +
-                                std::to_string(i));
-    prev_delta = offset_delta;
-
-    int64_t ts;
-    if (__builtin_add_overflow(h.base_timestamp, ts_delta, &ts) || ts < -1)
-      return RecordError(i, "timestampDelta " + std::to_string(ts_delta) +
-                                " gives an invalid timestamp from baseTimestamp " +
-                                std::to_string(h.base_timestamp));
-
-    if (!ReadVarBytes(r, true, &rv.key_null, &rv.key)) return RecordError(i, "malformed key");
-    if (!ReadVarBytes(r, true, &rv.value_null, &rv.value))
-      return RecordError(i, "malformed value");
-    int32_t header_count;
-    if (!r.Varint(&header_count) || header_count < 0 ||
-        static_cast<size_t>(header_count) > r.remaining() / kMinHeaderSize)
-      return RecordError(i, "headersCount is malformed or larger than the record");
-    rv.headers.clear();
-    for (int32_t j = 0; j < header_count; ++j) {
-      bool null_key, null_value;
-      std::string_view hk, hv;
-      if (!ReadVarBytes(r, false, &null_key, &hk))
-        return RecordError(i, "header " + std::to_string(j) + " has a malformed key");
-      if (!ReadVarBytes(r, true, &null_value, &hv))
-        return RecordError(i, "header " + std::to_string(j) + " has a malformed value");
-      rv.headers.emplace_back(hk, null_value ? std::nullopt : std::optional<std::string_view>(hv));
-    }
-    if (!r.empty())
-      return RecordError(i, std::to_string(r.remaining()) + " bytes follow the last header");
-    if (h.control() && (rv.key_null || rv.key.size() < 4))
-      return RecordError(i, "a control record needs a 4-byte key (version, type)");
-
-    rv.offset = h.base_offset + offset_delta;
-    rv.timestamp = h.log_append_time() ? h.max_timestamp : ts;
-    if (!fn(rv)) return Status::OK();
-  }
-  if (!in.empty())
-    return Status::Corruption(std::to_string(in.remaining()) + " bytes follow the last of " +
-                              std::to_string(h.records_count) + " records");
-  if (limits.contiguous_offsets && h.records_count != static_cast<int64_t>(h.last_offset_delta) + 1)
-    return Status::Corruption("lastOffsetDelta " + std::to_string(h.last_offset_delta) +
-                              " does not match recordsCount " + std::to_string(h.records_count));
   return Status::OK();
 }
+
+namespace detail {
+
+Status RecordDecoder::Error() const {
+  const std::string d = std::to_string(detail_);
+  switch (fault_) {
+    case Fault::kMissing:
+      return Status::Corruption("recordsCount is " + std::to_string(h_.records_count) +
+                                " but the block holds only " + std::to_string(index_) + " records");
+    case Fault::kLength: return RecordError(index_, "malformed length");
+    case Fault::kLengthOverrun: return RecordError(index_, "length " + d + " overruns the batch");
+    case Fault::kPrefix:
+      return RecordError(index_, "malformed attributes, timestampDelta or offsetDelta");
+    case Fault::kOffsetOrder:
+      return RecordError(index_, "offsetDelta " + d + " is not above the previous " +
+                                     std::to_string(prev_delta_) + " and within lastOffsetDelta " +
+                                     std::to_string(h_.last_offset_delta));
+    case Fault::kOffsetGap:
+      return RecordError(index_, "offsetDelta " + d + ", expected " + std::to_string(index_));
+    case Fault::kTimestamp:
+      return RecordError(index_, "timestampDelta " + d +
+                                     " gives an invalid timestamp from baseTimestamp " +
+                                     std::to_string(h_.base_timestamp));
+    case Fault::kKey: return RecordError(index_, "malformed key");
+    case Fault::kValue: return RecordError(index_, "malformed value");
+    case Fault::kHeaderCount:
+      return RecordError(index_, "headersCount is malformed or larger than the record");
+    case Fault::kHeaderKey: return RecordError(index_, "header " + d + " has a malformed key");
+    case Fault::kHeaderValue: return RecordError(index_, "header " + d + " has a malformed value");
+    case Fault::kTrailing: return RecordError(index_, d + " bytes follow the last header");
+    case Fault::kControlKey:
+      return RecordError(index_, "a control record needs a 4-byte key (version, type)");
+  }
+  return RecordError(index_, "malformed");
+}
+
+Status RecordDecoder::Finish() const {
+  if (p_ != end_)
+    return Status::Corruption(std::to_string(end_ - p_) + " bytes follow the last of " +
+                              std::to_string(h_.records_count) + " records");
+  if (contiguous_ && h_.records_count != static_cast<int64_t>(h_.last_offset_delta) + 1)
+    return Status::Corruption("lastOffsetDelta " + std::to_string(h_.last_offset_delta) +
+                              " does not match recordsCount " + std::to_string(h_.records_count));
+  return Status::OK();
+}
+
+}  // namespace detail
 
 Status RecordBatchView::Validate(const ValidateLimits& limits) const {
   return ForEachRecord([](const RecordView&) { return true; }, limits);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/coding.h"
 #include "base/status.h"
 #include "format/batch_header.h"
 #include "format/layout.h"
@@ -137,8 +138,8 @@ class RecordBatchView {
   // Calls fn for each record; stops early (OK) if fn returns false. Records of a LogAppendTime
   // batch carry the batch's maxTimestamp, as Kafka presents them.
   // Corruption for malformed records, TooLarge past limits.max_uncompressed_size.
-  Status ForEachRecord(const std::function<bool(const RecordView&)>& fn,
-                       const ValidateLimits& limits = {}) const;
+  template <typename Fn>
+  Status ForEachRecord(Fn&& fn, const ValidateLimits& limits = {}) const;
   // Full validation without a callback (what the broker runs on produce).
   Status Validate(const ValidateLimits& limits = {}) const;
   Result<std::vector<Record>> Records(const ValidateLimits& limits = {}) const;
@@ -148,6 +149,10 @@ class RecordBatchView {
 
  private:
   RecordBatchView(const BatchHeader& h, std::string_view bytes) : header_(h), bytes_(bytes) {}
+  // The records block ready to decode (inflated into *inflated when compressed), after the
+  // checks that need no decoding: a known codec, and a recordsCount the block can hold.
+  Status RecordsForDecoding(const ValidateLimits& limits, std::string* inflated,
+                            std::string_view* block) const;
 
   BatchHeader header_;
   std::string_view bytes_;
@@ -157,5 +162,137 @@ class RecordBatchView {
 enum class ControlType : int16_t { kAbort = 0, kCommit = 1, kLeaderChange = 2, kUnknown = -1 };
 // The type in a control record's key, or kUnknown when the key is shorter than 4 bytes.
 ControlType ParseControlType(std::string_view key);
+
+// ---- record decoding (inline: it is the read path's inner loop) ------------------------------
+
+namespace detail {
+
+// Walks the records of a (decompressed) records block, checking each as ForEachRecord promises.
+class RecordDecoder {
+ public:
+  RecordDecoder(const BatchHeader& h, std::string_view block, bool contiguous)
+      : h_(h), p_(block.data()), end_(block.data() + block.size()), contiguous_(contiguous) {}
+
+  // Decodes record `i` into *rv. False when it is malformed; Error() then says how.
+  [[gnu::always_inline]] bool Next(int32_t i, RecordView* rv) {
+    index_ = i;
+    if (p_ == end_) return Fail(Fault::kMissing);
+    int32_t length;
+    if (!Varint(p_, end_, &length)) return Fail(Fault::kLength);
+    if (length < 0 || static_cast<size_t>(end_ - p_) < static_cast<size_t>(length))
+      return Fail(Fault::kLengthOverrun, length);
+    const char* r = p_;
+    const char* const rend = p_ + length;
+    p_ = rend;
+    int64_t ts_delta;
+    int32_t offset_delta;
+    if (r == rend) return Fail(Fault::kPrefix);
+    ++r;  // attributes: unused by any record format so far
+    if (!Varlong(r, rend, &ts_delta) || !Varint(r, rend, &offset_delta)) return Fail(Fault::kPrefix);
+    if (offset_delta <= prev_delta_ || offset_delta > h_.last_offset_delta)
+      return Fail(Fault::kOffsetOrder, offset_delta);
+    if (contiguous_ && offset_delta != i) return Fail(Fault::kOffsetGap, offset_delta);
+    prev_delta_ = offset_delta;
+    int64_t ts;
+    if (__builtin_add_overflow(h_.base_timestamp, ts_delta, &ts) || ts < -1)
+      return Fail(Fault::kTimestamp, ts_delta);
+    if (!VarBytes(r, rend, true, &rv->key_null, &rv->key)) return Fail(Fault::kKey);
+    if (!VarBytes(r, rend, true, &rv->value_null, &rv->value)) return Fail(Fault::kValue);
+    int32_t header_count;
+    if (!Varint(r, rend, &header_count) || header_count < 0 ||
+        static_cast<size_t>(header_count) > static_cast<size_t>(rend - r) / 2)
+      return Fail(Fault::kHeaderCount);
+    rv->headers.clear();
+    for (int32_t j = 0; j < header_count; ++j) {
+      bool null_key, null_value;
+      std::string_view hk, hv;
+      if (!VarBytes(r, rend, false, &null_key, &hk)) return Fail(Fault::kHeaderKey, j);
+      if (!VarBytes(r, rend, true, &null_value, &hv)) return Fail(Fault::kHeaderValue, j);
+      rv->headers.emplace_back(hk, null_value ? std::nullopt : std::optional<std::string_view>(hv));
+    }
+    if (r != rend) return Fail(Fault::kTrailing, rend - r);
+    if (h_.control() && (rv->key_null || rv->key.size() < 4)) return Fail(Fault::kControlKey);
+    rv->offset = h_.base_offset + offset_delta;
+    rv->timestamp = h_.log_append_time() ? h_.max_timestamp : ts;
+    return true;
+  }
+
+  // Why the last Next() failed, as Corruption.
+  Status Error() const;
+  // After the last record: no bytes trail it, and the count matches with contiguous offsets.
+  Status Finish() const;
+
+ private:
+  enum class Fault : uint8_t {
+    kMissing, kLength, kLengthOverrun, kPrefix, kOffsetOrder, kOffsetGap, kTimestamp, kKey,
+    kValue, kHeaderCount, kHeaderKey, kHeaderValue, kTrailing, kControlKey,
+  };
+  bool Fail(Fault f, int64_t detail = 0) {
+    fault_ = f;
+    detail_ = detail;
+    return false;
+  }
+  [[gnu::always_inline]] static bool Varint(const char*& p, const char* end, int32_t* v) {
+    if (p < end && static_cast<signed char>(*p) >= 0) {
+      *v = ZigZagDecode32(static_cast<unsigned char>(*p++));
+      return true;
+    }
+    uint64_t x;
+    int n = DecodeUvarint64(p, end, &x, kMaxVarint32Bytes);
+    if (n == 0 || x > 0xffffffffu) return false;
+    p += n;
+    *v = ZigZagDecode32(static_cast<uint32_t>(x));
+    return true;
+  }
+  [[gnu::always_inline]] static bool Varlong(const char*& p, const char* end, int64_t* v) {
+    uint64_t x;
+    int n = DecodeUvarint64(p, end, &x, kMaxVarint64Bytes);
+    if (n == 0) return false;
+    p += n;
+    *v = ZigZagDecode64(x);
+    return true;
+  }
+  // A varint length and that many bytes; -1 (when allowed) is null.
+  [[gnu::always_inline]] static bool VarBytes(const char*& p, const char* end, bool allow_null, bool* null,
+                       std::string_view* out) {
+    int32_t len;
+    if (!Varint(p, end, &len)) return false;
+    if (len == -1 && allow_null) {
+      *null = true;
+      *out = {};
+      return true;
+    }
+    if (len < 0 || static_cast<size_t>(end - p) < static_cast<size_t>(len)) return false;
+    *null = false;
+    *out = std::string_view(p, static_cast<size_t>(len));
+    p += len;
+    return true;
+  }
+
+  const BatchHeader& h_;
+  const char* p_;
+  const char* end_;
+  bool contiguous_;
+  int32_t prev_delta_ = -1;
+  int32_t index_ = 0;
+  Fault fault_ = Fault::kMissing;
+  int64_t detail_ = 0;
+};
+
+}  // namespace detail
+
+template <typename Fn>
+Status RecordBatchView::ForEachRecord(Fn&& fn, const ValidateLimits& limits) const {
+  std::string inflated;
+  std::string_view block;
+  SILT_TRY(RecordsForDecoding(limits, &inflated, &block));
+  detail::RecordDecoder d(header_, block, limits.contiguous_offsets);
+  RecordView rv;
+  for (int32_t i = 0; i < header_.records_count; ++i) {
+    if (!d.Next(i, &rv)) return d.Error();
+    if (!fn(static_cast<const RecordView&>(rv))) return Status::OK();
+  }
+  return d.Finish();
+}
 
 }  // namespace silt::format
