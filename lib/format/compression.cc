@@ -342,8 +342,12 @@ Status ZstdDecompress(std::string_view in, int64_t max_size, std::string* out) {
   if (declared == ZSTD_CONTENTSIZE_ERROR) return Status::Corruption("zstd frame header is malformed");
   if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > static_cast<uint64_t>(max_size))
     return TooLargeError(Compression::kZstd, max_size);
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  // One context per thread, reused: creating one per batch costs more than decoding a small
+  // batch (its tables are large allocations).
+  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(),
+                                                                      ZSTD_freeDCtx);
   if (!ctx) return Status::Internal("ZSTD_createDCtx failed");
+  ZSTD_DCtx_reset(ctx.get(), ZSTD_reset_session_only);
   size_t hint = declared != ZSTD_CONTENTSIZE_UNKNOWN ? static_cast<size_t>(declared) + 1
                                                      : in.size() * 4;
   BoundedOutput sink(out, max_size, hint);
@@ -370,7 +374,10 @@ Status ZstdCompress(std::string_view in, int level, std::string* out) {
   size_t start = out->size();
   size_t bound = ZSTD_compressBound(in.size());
   out->resize(start + bound);
-  size_t n = ZSTD_compress(out->data() + start, bound, in.data(), in.size(), level);
+  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> ctx(ZSTD_createCCtx(),
+                                                                      ZSTD_freeCCtx);
+  if (!ctx) return Status::Internal("ZSTD_createCCtx failed");
+  size_t n = ZSTD_compressCCtx(ctx.get(), out->data() + start, bound, in.data(), in.size(), level);
   if (ZSTD_isError(n)) {
     out->resize(start);
     return Status::Internal(std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
