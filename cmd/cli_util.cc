@@ -42,12 +42,17 @@ Output::Output(size_t flush_at) : flush_at_(flush_at) {
 Output::~Output() { Flush(); }
 
 bool Output::Flush() {
-  if (broken_) {
-    buf_.clear();
-    return false;
-  }
-  const char* p = buf_.data();
-  size_t n = buf_.size();
+  bool ok = WriteAll(buf_.data(), buf_.size());
+  buf_.clear();
+  return ok;
+}
+
+bool Output::Write(std::string_view s) {
+  return Flush() && WriteAll(s.data(), s.size());
+}
+
+bool Output::WriteAll(const char* p, size_t n) {
+  if (broken_) return false;
   while (n > 0) {
     ssize_t w = ::write(STDOUT_FILENO, p, n);
     if (w < 0) {
@@ -59,7 +64,6 @@ bool Output::Flush() {
     p += w;
     n -= static_cast<size_t>(w);
   }
-  buf_.clear();
   return !broken_;
 }
 

@@ -32,11 +32,14 @@ class Output {
   // Writes the buffer out if it holds at least flush_at bytes.
   bool MaybeFlush() { return buf_.size() < flush_at_ || Flush(); }
   bool Flush();
+  // Writes the buffer, then `s` straight from where it lies. False once the output is broken.
+  bool Write(std::string_view s);
   bool broken() const { return broken_; }
   // errno of the failed write (EPIPE when the reader went away), 0 if none failed.
   int error() const { return error_; }
 
  private:
+  bool WriteAll(const char* p, size_t n);
   std::string buf_;
   size_t flush_at_;
   bool broken_ = false;

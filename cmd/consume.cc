@@ -148,6 +148,13 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
     if (!out.MaybeFlush()) return false;
     return limit < 0 || delivered < limit;
   };
+  // Without a count to stop at, long stretches are formatted on both cores.
+  if (limit < 0)
+    (*consumer)->SetBulkOutput(
+        [&f, &topic](int32_t partition, const format::RecordView& r, std::string* o) {
+          f.Append(topic, partition, r, o);
+        },
+        [&out](std::string_view s) { return out.Write(s); });
   int64_t last_commit = 0;
   std::map<int32_t, int64_t> committed_positions = co.committed;
   auto commit = [&](int64_t wait_ms) -> Status {

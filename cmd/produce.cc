@@ -38,7 +38,7 @@ struct ProduceArgs {
   std::string partitioner = "murmur2";
   std::string compression = "none";
   std::string format = "text";
-  int64_t batch_size = 1 << 20;
+  int64_t batch_size = 256 << 10;
   int64_t linger_ms = 5;
   bool no_create = false;
   std::string acks = "all";
@@ -352,7 +352,7 @@ RunFn RegisterProduce(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("--format", a->format,
                   "input format: text (a record per line) or json (objects as consume prints)")
       ->check(CLI::IsMember({"text", "json"}));
-  sub->add_option("--batch-size", a->batch_size, "close a batch at this many bytes (default 1 MiB)");
+  sub->add_option("--batch-size", a->batch_size, "close a batch at this many bytes (default 256 KiB)");
   sub->add_option("--linger-ms", a->linger_ms,
                   "when input pauses, write waiting records after MS milliseconds (default 5)");
   sub->add_flag("--no-create", a->no_create, "fail if the topic does not exist");

@@ -12,7 +12,7 @@ complete -c silt -n '__fish_seen_subcommand_from produce' -s p -l partition -r -
 complete -c silt -n '__fish_seen_subcommand_from produce' -l partitioner -r -F -d 'murmur2 (default; sticky for unkeyed records), round-robin or random'
 complete -c silt -n '__fish_seen_subcommand_from produce' -s z -l compression -r -F -d 'none, gzip, snappy, lz4 or zstd'
 complete -c silt -n '__fish_seen_subcommand_from produce' -l format -r -F -d 'input format: text (a record per line) or json (objects as consume prints)'
-complete -c silt -n '__fish_seen_subcommand_from produce' -l batch-size -r -F -d 'close a batch at this many bytes (default 1 MiB)'
+complete -c silt -n '__fish_seen_subcommand_from produce' -l batch-size -r -F -d 'close a batch at this many bytes (default 256 KiB)'
 complete -c silt -n '__fish_seen_subcommand_from produce' -l linger-ms -r -F -d 'when input pauses, write waiting records after MS milliseconds (default 5)'
 complete -c silt -n '__fish_seen_subcommand_from produce' -l no-create -d 'fail if the topic does not exist'
 complete -c silt -n '__fish_seen_subcommand_from produce' -l acks -r -F -d 'with -b: acknowledgements to wait for: 0, 1 or all (default all)'

@@ -55,7 +55,7 @@ _silt_produce() {
     '-z[none, gzip, snappy, lz4 or zstd]:value:_files'
     '--compression[none, gzip, snappy, lz4 or zstd]:value:_files'
     '--format[input format: text (a record per line) or json (objects as consume prints)]:value:_files'
-    '--batch-size[close a batch at this many bytes (default 1 MiB)]:value:_files'
+    '--batch-size[close a batch at this many bytes (default 256 KiB)]:value:_files'
     '--linger-ms[when input pauses, write waiting records after MS milliseconds (default 5)]:value:_files'
     '--no-create[fail if the topic does not exist]'
     '--acks[with -b: acknowledgements to wait for: 0, 1 or all (default all)]:value:_files'

@@ -14,7 +14,6 @@
 
 #include "base/coding.h"
 #include "base/file.h"
-#include "client/read_ahead.h"
 #include "format/batch_header.h"
 #include "format/record_batch.h"
 #include "storage/data_dir.h"
@@ -65,10 +64,7 @@ struct LocalConsumer::Part {
   int fd = -1;
   int64_t pos = 0;         // read position in the open segment
   bool done = false;
-  std::unique_ptr<ReadAhead> ahead;  // reading the open segment ahead, when it is long
-  int64_t ahead_ended_at = -1;       // where the last read-ahead of this segment stopped
   ~Part() {
-    ahead.reset();  // it reads from fd
     if (fd >= 0) ::close(fd);
   }
   // Opens segment `base` at `position`; false if it has gone (deleted by retention).
@@ -79,8 +75,6 @@ struct LocalConsumer::Part {
       if (errno == ENOENT) return false;
       return Status::FromErrno("open " + path, errno);
     }
-    ahead.reset();
-    ahead_ended_at = -1;
     if (fd >= 0) ::close(fd);
     fd = nfd;
     seg_base = base;
@@ -187,32 +181,6 @@ std::vector<int32_t> LocalConsumer::partitions() const {
   return out;
 }
 
-bool LocalConsumer::ReadAheadChunk(Part* p, std::string_view* data, bool* crc_checked) {
-  if (!p->ahead) {
-    // Worth a second thread only for a long stretch of unread bytes, and only for a few
-    // partitions at once, which bounds the memory the read-aheads hold.
-    int active = 0;
-    for (const auto& q : parts_) active += q->ahead ? 1 : 0;
-    struct stat st;
-    if (options_.read_ahead_min_bytes <= 0 || active >= kMaxReadAheads ||
-        p->pos <= p->ahead_ended_at || ::fstat(p->fd, &st) != 0 ||
-        st.st_size - p->pos < options_.read_ahead_min_bytes)
-      return false;
-    p->ahead = std::make_unique<ReadAhead>(p->fd, p->pos, options_.read_ahead_chunk_bytes);
-  }
-  ReadAhead::Chunk c = p->ahead->Next();
-  if (!c.data.empty() && c.position == p->pos) {
-    *data = c.data;
-    *crc_checked = c.crc_checked;
-    return true;
-  }
-  // The read-ahead has ended, or the consumer stopped within a chunk (a count, a stop request):
-  // carry on with plain reads from here.
-  p->ahead_ended_at = c.data.empty() ? c.position : p->pos;
-  p->ahead.reset();
-  return false;
-}
-
 Status LocalConsumer::Pump(Part* p, const RecordFn& fn, const std::atomic<bool>* stop,
                            bool* progress, bool* stopped) {
   bool rechecked = false;  // the current segment was re-read after a newer one was seen
@@ -230,26 +198,47 @@ Status LocalConsumer::Pump(Part* p, const RecordFn& fn, const std::atomic<bool>*
       if (pick > p->next) p->next = pick;  // records below it are gone
       *progress = true;
     }
-    std::string_view data;
-    bool crc_checked = false;
-    const bool ahead = ReadAheadChunk(p, &data, &crc_checked);
-    ssize_t n = 0;
-    if (!ahead) {
-      n = ::pread(p->fd, buf_.get(), buf_size_, p->pos);
-      if (n < 0) return Status::FromErrno("read " + SegmentPath(p->dir, p->seg_base), errno);
-      data = std::string_view(buf_.get(), static_cast<size_t>(n));
+    if (bulk_format_ && options_.parallel_min_bytes > 0) {
+      struct stat st;
+      if (::fstat(p->fd, &st) == 0 && st.st_size - p->pos >= options_.parallel_min_bytes) {
+        ScanRange range;
+        range.fd = p->fd;
+        range.partition = p->id;
+        range.start = p->pos;
+        range.limit = st.st_size;
+        range.min_offset = p->next;
+        range.stop_offset = options_.follow ? INT64_MAX : p->end;
+        range.chunk_bytes = options_.parallel_chunk_bytes;
+        ScanResult r = ParallelScan(range, bulk_format_, bulk_emit_, stop);
+        if (r.position > p->pos) {
+          p->pos = r.position;
+          *progress = true;
+          rechecked = false;
+        }
+        p->next = std::max(p->next, r.next_offset);
+        if (r.stopped) {
+          *stopped = true;
+          return Status::OK();
+        }
+        if (!options_.follow && p->next >= p->end) {
+          p->done = true;
+          return Status::OK();
+        }
+        // What is left (the tail, or whatever stopped the scan) is read below, one batch at a
+        // time, which also reports any damage with its position.
+      }
     }
-    // Batches from the read-ahead had their framing (and perhaps CRC) checked on its thread.
-    format::ValidateLimits limits;
-    limits.verify_crc = !ahead || !crc_checked;
+    ssize_t n = ::pread(p->fd, buf_.get(), buf_size_, p->pos);
+    if (n < 0) return Status::FromErrno("read " + SegmentPath(p->dir, p->seg_base), errno);
+    std::string_view data(buf_.get(), static_cast<size_t>(n));
     size_t consumed = 0;
     while (consumed < data.size()) {
       std::string_view rest = data.substr(consumed);
-      auto view = format::RecordBatchView::Parse(rest, limits);
+      auto view = format::RecordBatchView::Parse(rest);
       if (!view.ok()) {
         if (view.status().IsTruncated()) {
           // A batch bigger than the buffer: grow the buffer to hold it (bounded by the file).
-          if (!ahead && consumed == 0 && rest.size() >= static_cast<size_t>(format::kLogOverhead) &&
+          if (consumed == 0 && rest.size() >= static_cast<size_t>(format::kLogOverhead) &&
               static_cast<size_t>(n) == buf_size_) {
             int64_t need = format::kLogOverhead +
                            static_cast<int32_t>(DecodeBE32(rest.data() + format::kBatchLengthOffset));
