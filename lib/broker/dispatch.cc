@@ -41,6 +41,7 @@ const HandlerRow kHandlers[] = {
     {ApiKey::kOffsetFetch, HandleOffsetFetch},
     {ApiKey::kDescribeGroups, HandleDescribeGroups},
     {ApiKey::kListGroups, HandleListGroups},
+    {ApiKey::kDeleteGroups, HandleDeleteGroups},
 };
 
 std::vector<ApiRow> BuildRows() {

@@ -33,6 +33,7 @@ Status HandleOffsetCommit(Broker& b, std::shared_ptr<Request> req, Respond respo
 Status HandleOffsetFetch(Broker& b, std::shared_ptr<Request> req, Respond respond);
 Status HandleDescribeGroups(Broker& b, std::shared_ptr<Request> req, Respond respond);
 Status HandleListGroups(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleDeleteGroups(Broker& b, std::shared_ptr<Request> req, Respond respond);
 
 // Decodes req's body as `Msg` at req's version; the whole body must be consumed.
 template <typename Msg>
