@@ -263,6 +263,31 @@ Result<std::map<std::string, std::string>> Broker::TopicOverrides(const std::str
   return t.configs;
 }
 
+Status Broker::AlterTopicConfig(const std::string& name, const ConfigEdit& edit,
+                                bool validate_only) {
+  std::lock_guard<std::mutex> lock(mu_);
+  SILT_ASSIGN_OR_RETURN(storage::TopicInfo t, dir_->GetTopic(name));
+  std::map<std::string, std::string> next = t.configs;
+  SILT_TRY(edit(&next));
+  for (const auto& [k, v] : next) {
+    if (!storage::LogConfig::IsKnownKey(k)) {
+      return Status::InvalidArgument("Unknown topic config name: " + k);
+    }
+  }
+  storage::LogConfig probe = config_.log_defaults;
+  SILT_TRY(probe.Apply(next));
+  if (validate_only || next == t.configs) return Status::OK();
+  std::vector<std::string> removed;
+  for (const auto& [k, v] : t.configs) {
+    if (next.count(k) == 0) removed.push_back(k);
+  }
+  SILT_TRY(dir_->AlterTopicConfig(name, next, removed));
+  std::string text;
+  for (const auto& [k, v] : next) text += (text.empty() ? "" : ", ") + k + "=" + v;
+  LogInfo("topic " + name + ": config overrides now {" + text + "}");
+  return Status::OK();
+}
+
 Result<std::shared_ptr<PartitionState>> Broker::Partition(const std::string& topic,
                                                           int32_t partition) {
   std::lock_guard<std::mutex> lock(mu_);

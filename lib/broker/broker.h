@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -101,6 +102,15 @@ class Broker {
   Status AddPartitions(const std::string& name, int32_t new_total);
   Result<storage::LogConfig> TopicConfig(const std::string& name);
   Result<std::map<std::string, std::string>> TopicOverrides(const std::string& name);
+  // Changes a topic's config overrides in one step: `edit` is given a copy of the current
+  // overrides to rewrite (it runs under the topic lock and must not call back into the broker;
+  // a non-OK Status abandons the change and is returned as is). The result is checked like any
+  // topic config (InvalidArgument naming the key: unknown keys, bad values) and, unless
+  // `validate_only`, stored exactly as `silt topic alter-config` stores it and applied at once
+  // to the topic's open partition logs (retention, segment size, cleanup.policy,
+  // max.message.bytes... take effect without a restart). NotFound for a missing topic.
+  using ConfigEdit = std::function<Status(std::map<std::string, std::string>* overrides)>;
+  Status AlterTopicConfig(const std::string& name, const ConfigEdit& edit, bool validate_only);
 
   // The state of one partition, opening its log (and replaying its producer state) on first
   // use. NotFound for a missing topic or partition.

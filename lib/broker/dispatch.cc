@@ -31,6 +31,8 @@ const HandlerRow kHandlers[] = {
     {ApiKey::kDeleteRecords, HandleDeleteRecords},
     {ApiKey::kInitProducerId, HandleInitProducerId},
     {ApiKey::kDescribeConfigs, HandleDescribeConfigs},
+    {ApiKey::kAlterConfigs, HandleAlterConfigs},
+    {ApiKey::kIncrementalAlterConfigs, HandleIncrementalAlterConfigs},
     {ApiKey::kCreatePartitions, HandleCreatePartitions},
     {ApiKey::kFindCoordinator, HandleFindCoordinator},
     {ApiKey::kJoinGroup, HandleJoinGroup},
@@ -41,6 +43,7 @@ const HandlerRow kHandlers[] = {
     {ApiKey::kOffsetFetch, HandleOffsetFetch},
     {ApiKey::kDescribeGroups, HandleDescribeGroups},
     {ApiKey::kListGroups, HandleListGroups},
+    {ApiKey::kDeleteGroups, HandleDeleteGroups},
 };
 
 std::vector<ApiRow> BuildRows() {

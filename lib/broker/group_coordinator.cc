@@ -1122,6 +1122,47 @@ protocol::ListGroupsResponse GroupCoordinator::ListGroups() {
   return resp;
 }
 
+protocol::DeleteGroupsResponse GroupCoordinator::DeleteGroups(
+    const protocol::DeleteGroupsRequest& req) {
+  Scope scope(this);
+  protocol::DeleteGroupsResponse resp;
+  for (const std::string& id : req.groups_names) {
+    protocol::DeleteGroupsResponse::Result r{id, 0};
+    Group* g = FindGroup(id);
+    if (stopping_) {
+      r.error_code = Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    } else if (id.empty()) {
+      // Kafka accepts "" here for groups that committed under it; OffsetCommit refuses "" in
+      // silt, so no such group can exist.
+      r.error_code = Err(ErrorCode::INVALID_GROUP_ID);
+    } else if (g == nullptr || g->state == State::kDead) {
+      r.error_code = Err(ErrorCode::GROUP_ID_NOT_FOUND);
+    } else if (g->state != State::kEmpty || !g->members.empty() || !g->pending_members.empty()) {
+      r.error_code = Err(ErrorCode::NON_EMPTY_GROUP);
+    } else {
+      std::vector<StoredRecord> recs;
+      for (const auto& [tp, v] : g->offsets) {
+        recs.push_back({protocol::EncodeOffsetCommitKey({id, tp.first, tp.second}), std::nullopt});
+      }
+      // Also when no metadata was ever stored (a group that only committed offsets): a
+      // tombstone of a key never written costs a record and cannot bring anything back.
+      recs.push_back({protocol::EncodeGroupMetadataKey({id}), std::nullopt});
+      Status s = log_->Append(id, recs);
+      if (!s.ok()) {
+        LogError("group " + id + ": writing the deletion: " + s.ToString());
+        r.error_code = Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+      } else {
+        LogInfo("group " + id + ": deleted with " + std::to_string(g->offsets.size()) +
+                " committed offset(s)");
+        g->state = State::kDead;
+        groups_.erase(id);
+      }
+    }
+    resp.results.push_back(std::move(r));
+  }
+  return resp;
+}
+
 std::string GroupCoordinator::GroupState(const std::string& group) {
   Scope scope(this);
   Group* g = FindGroup(group);

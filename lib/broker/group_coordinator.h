@@ -7,7 +7,7 @@
 //   PreparingRebalance  waiting for every known member to (re)join, or the rebalance timeout
 //   CompletingRebalance joins answered; waiting for the leader's SyncGroup with assignments
 //   Stable              assignments handed out; members heartbeat
-//   Dead                removed (offsets expired); about to be forgotten
+//   Dead                removed (offsets expired, or DeleteGroups); about to be forgotten
 //
 // A rebalance: the first JoinGroup of a generation moves the group to PreparingRebalance; each
 // JoinGroup waits (its response is sent later) until all known members rejoined or the largest
@@ -99,6 +99,13 @@ class GroupCoordinator {
   protocol::DescribeGroupsResponse DescribeGroups(const protocol::DescribeGroupsRequest& req,
                                                   int16_t version);
   protocol::ListGroupsResponse ListGroups();
+  // Deletes each named group: tombstones for its committed offsets and its metadata go to the
+  // offset log as one batch (so the group stays deleted after a restart and compaction drops
+  // its records), then the group is forgotten. Per-group errors: INVALID_GROUP_ID for "",
+  // GROUP_ID_NOT_FOUND for a group this coordinator does not know, NON_EMPTY_GROUP while it
+  // has members (or members joining), COORDINATOR_NOT_AVAILABLE when shutting down or when
+  // the tombstones could not be written (the group is then left as it was).
+  protocol::DeleteGroupsResponse DeleteGroups(const protocol::DeleteGroupsRequest& req);
 
   // Acts on every deadline that has passed by NowMs(): expired members and pending member ids,
   // rebalance timeouts and initial delays, and (every retention check interval) offset expiry.

@@ -24,6 +24,8 @@ Status HandleDeleteTopics(Broker& b, std::shared_ptr<Request> req, Respond respo
 Status HandleCreatePartitions(Broker& b, std::shared_ptr<Request> req, Respond respond);
 Status HandleDeleteRecords(Broker& b, std::shared_ptr<Request> req, Respond respond);
 Status HandleDescribeConfigs(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleAlterConfigs(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleIncrementalAlterConfigs(Broker& b, std::shared_ptr<Request> req, Respond respond);
 Status HandleFindCoordinator(Broker& b, std::shared_ptr<Request> req, Respond respond);
 Status HandleJoinGroup(Broker& b, std::shared_ptr<Request> req, Respond respond);
 Status HandleSyncGroup(Broker& b, std::shared_ptr<Request> req, Respond respond);
@@ -33,6 +35,7 @@ Status HandleOffsetCommit(Broker& b, std::shared_ptr<Request> req, Respond respo
 Status HandleOffsetFetch(Broker& b, std::shared_ptr<Request> req, Respond respond);
 Status HandleDescribeGroups(Broker& b, std::shared_ptr<Request> req, Respond respond);
 Status HandleListGroups(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleDeleteGroups(Broker& b, std::shared_ptr<Request> req, Respond respond);
 
 // Decodes req's body as `Msg` at req's version; the whole body must be consumed.
 template <typename Msg>

@@ -1,5 +1,5 @@
 // FindCoordinator and the group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-// OffsetCommit, OffsetFetch, DescribeGroups, ListGroups. The work is the GroupCoordinator's;
+// OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups. The work is the GroupCoordinator's;
 // these decode, call it and encode.
 #include "broker/group_coordinator.h"
 #include "broker/handlers.h"
@@ -110,6 +110,13 @@ Status HandleListGroups(Broker& b, std::shared_ptr<Request> req, Respond respond
   protocol::ListGroupsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   respond(EncodeBody(b.groups().ListGroups(), req->api_version));
+  return Status::OK();
+}
+
+Status HandleDeleteGroups(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+  protocol::DeleteGroupsRequest request;
+  SILT_TRY(DecodeBody(*req, &request));
+  respond(EncodeBody(b.groups().DeleteGroups(request), req->api_version));
   return Status::OK();
 }
 

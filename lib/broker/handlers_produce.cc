@@ -38,7 +38,7 @@ PartitionOutcome ProducePartition(Broker& b, const std::string& topic, int32_t p
   std::shared_ptr<PartitionState> state = *state_r;
   auto log = state->Log();
   if (!log) return fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "");
-  const storage::LogConfig& cfg = log->config();
+  const storage::LogConfig cfg = log->config();
 
   std::string_view bytes = records.bytes.value_or(std::string_view());
   if (bytes.empty()) return fail(ErrorCode::CORRUPT_MESSAGE, "empty record set");

@@ -14,8 +14,6 @@ using protocol::ErrorCode;
 
 namespace {
 
-constexpr int8_t kTopicResource = 2;
-
 // Runs `attempt` until it succeeds, fails for good, or the retry time passes. `attempt` returns
 // OK, or a Status; `*retry` says whether the failure may be retried.
 template <typename Fn>
@@ -203,7 +201,7 @@ Result<std::vector<ConfigEntry>> DescribeTopicConfigs(Cluster* cluster, const st
   Status st = Retrying(cluster, [&](bool* retry) -> Status {
     SILT_ASSIGN_OR_RETURN(Connection * conn, cluster->Any());
     protocol::DescribeConfigsRequest req;
-    req.resources.push_back({kTopicResource, topic, std::nullopt});
+    req.resources.push_back({protocol::kConfigResourceTopic, topic, std::nullopt});
     protocol::DescribeConfigsResponse resp;
     SILT_TRY(CallAt(cluster, conn, req, &resp, retry));
     out.clear();
@@ -239,10 +237,11 @@ Status AlterTopicConfigs(Cluster* cluster, const std::string& topic,
     SILT_ASSIGN_OR_RETURN(Connection * conn, cluster->Any());
     protocol::IncrementalAlterConfigsRequest req;
     protocol::IncrementalAlterConfigsRequest::Resource res;
-    res.resource_type = kTopicResource;
+    res.resource_type = protocol::kConfigResourceTopic;
     res.resource_name = topic;
-    for (const auto& [k, v] : set) res.configs.push_back({k, 0, v});
-    for (const auto& k : remove) res.configs.push_back({k, 1, std::nullopt});
+    using Op = protocol::IncrementalAlterConfigsRequest;
+    for (const auto& [k, v] : set) res.configs.push_back({k, Op::kSet, v});
+    for (const auto& k : remove) res.configs.push_back({k, Op::kDelete, std::nullopt});
     req.resources.push_back(res);
     protocol::IncrementalAlterConfigsResponse resp;
     SILT_TRY(CallAt(cluster, conn, req, &resp, retry));

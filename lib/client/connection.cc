@@ -22,15 +22,7 @@ namespace {
 
 using protocol::ApiKey;
 
-// Admin APIs the broker side does not serve but the client codes (messages.h).
-constexpr std::pair<int16_t, int16_t> kDeleteGroupsRange{0, 1};
-constexpr std::pair<int16_t, int16_t> kIncrementalAlterConfigsRange{0, 0};
-
-std::string ApiDisplayName(ApiKey key) {
-  if (key == ApiKey::kDeleteGroups) return "DeleteGroups";
-  if (key == ApiKey::kIncrementalAlterConfigs) return "IncrementalAlterConfigs";
-  return protocol::ApiName(static_cast<int16_t>(key));
-}
+std::string ApiDisplayName(ApiKey key) { return protocol::ApiName(static_cast<int16_t>(key)); }
 
 int64_t Deadline(int timeout_ms) { return MonotonicMs() + timeout_ms; }
 
@@ -53,8 +45,6 @@ Status WaitFor(int fd, short events, int64_t deadline, const std::string& what) 
 
 const std::pair<int16_t, int16_t>* ClientVersionRange(ApiKey key) {
   static thread_local std::pair<int16_t, int16_t> range;
-  if (key == ApiKey::kDeleteGroups) return &kDeleteGroupsRange;
-  if (key == ApiKey::kIncrementalAlterConfigs) return &kIncrementalAlterConfigsRange;
   const protocol::ApiInfo* info = protocol::FindApi(key);
   if (info == nullptr) return nullptr;
   // Only the non-flexible versions: the flexible encodings past the served range are not coded.

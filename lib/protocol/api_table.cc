@@ -31,7 +31,11 @@ constexpr std::array kApis = {
     ApiInfo{ApiKey::kInitProducerId,    "InitProducerId",      0,  1,  2},
     ApiInfo{ApiKey::kOffsetForLeaderEpoch, "OffsetForLeaderEpoch", 0, 3, 4},
     ApiInfo{ApiKey::kDescribeConfigs,   "DescribeConfigs",     0,  3,  4},
+    ApiInfo{ApiKey::kAlterConfigs,      "AlterConfigs",        0,  1,  2},
     ApiInfo{ApiKey::kCreatePartitions,  "CreatePartitions",    0,  1,  2},
+    ApiInfo{ApiKey::kDeleteGroups,      "DeleteGroups",        0,  1,  2},
+    // v1 only adds the flexible encoding, which the codec's field walk handles.
+    ApiInfo{ApiKey::kIncrementalAlterConfigs, "IncrementalAlterConfigs", 0, 1, 1},
 };
 
 }  // namespace

@@ -31,8 +31,8 @@ enum class ApiKey : int16_t {
   kInitProducerId = 22,
   kOffsetForLeaderEpoch = 23,
   kDescribeConfigs = 32,
+  kAlterConfigs = 33,
   kCreatePartitions = 37,
-  // Client-side only (codecs in messages.h, no row in the table: the broker does not serve them).
   kDeleteGroups = 42,
   kIncrementalAlterConfigs = 44,
 };

@@ -638,6 +638,11 @@ struct ListGroupsResponse {
 
 // ---- DescribeConfigs (32) ---------------------------------------------------------------
 
+// ResourceType of DescribeConfigs, AlterConfigs and IncrementalAlterConfigs (Kafka's
+// ConfigResource.Type ids).
+constexpr int8_t kConfigResourceTopic = 2;
+constexpr int8_t kConfigResourceBroker = 4;
+
 struct DescribeConfigsRequest {
   struct Resource {                    // DescribeConfigsResource
     int8_t resource_type = 0;          // ResourceType (2 topic, 4 broker)
@@ -681,6 +686,39 @@ struct DescribeConfigsResponse {
   int32_t throttle_time_ms = 0;         // ThrottleTimeMs
   std::vector<ResourceResult> results;  // Results
   SILT_WIRE_MESSAGE(DescribeConfigsResponse, ApiKey::kDescribeConfigs);
+};
+
+// ---- AlterConfigs (33) ------------------------------------------------------------------
+// The legacy form: each resource's dynamic configs are replaced as a whole by those given.
+
+struct AlterConfigsRequest {
+  struct Config {                      // AlterableConfig
+    std::string name;                  // Name
+    std::optional<std::string> value;  // Value
+    bool operator==(const Config&) const = default;
+  };
+  struct Resource {               // AlterConfigsResource
+    int8_t resource_type = 0;     // ResourceType (2 topic, 4 broker)
+    std::string resource_name;    // ResourceName
+    std::vector<Config> configs;  // Configs
+    bool operator==(const Resource&) const = default;
+  };
+  std::vector<Resource> resources;  // Resources
+  bool validate_only = false;       // ValidateOnly
+  SILT_WIRE_MESSAGE(AlterConfigsRequest, ApiKey::kAlterConfigs);
+};
+
+struct AlterConfigsResponse {
+  struct Result {                              // AlterConfigsResourceResponse
+    int16_t error_code = 0;                    // ErrorCode
+    std::optional<std::string> error_message;  // ErrorMessage
+    int8_t resource_type = 0;                  // ResourceType
+    std::string resource_name;                 // ResourceName
+    bool operator==(const Result&) const = default;
+  };
+  int32_t throttle_time_ms = 0;   // ThrottleTimeMs
+  std::vector<Result> responses;  // Responses
+  SILT_WIRE_MESSAGE(AlterConfigsResponse, ApiKey::kAlterConfigs);
 };
 
 // ---- CreatePartitions (37) --------------------------------------------------------------
@@ -786,7 +824,7 @@ struct OffsetForLeaderEpochResponse {
   SILT_WIRE_MESSAGE(OffsetForLeaderEpochResponse, ApiKey::kOffsetForLeaderEpoch);
 };
 
-// ---- DeleteGroups (42), client side, v0-1 ----------------------------------------------
+// ---- DeleteGroups (42) ------------------------------------------------------------------
 
 struct DeleteGroupsRequest {
   std::vector<std::string> groups_names;  // GroupsNames
@@ -804,12 +842,17 @@ struct DeleteGroupsResponse {
   SILT_WIRE_MESSAGE(DeleteGroupsResponse, ApiKey::kDeleteGroups);
 };
 
-// ---- IncrementalAlterConfigs (44), client side, v0 --------------------------------------
+// ---- IncrementalAlterConfigs (44) -------------------------------------------------------
 
 struct IncrementalAlterConfigsRequest {
+  // ConfigOperation values (Kafka's AlterConfigOp.OpType).
+  static constexpr int8_t kSet = 0;
+  static constexpr int8_t kDelete = 1;       // back to the default; Value is ignored
+  static constexpr int8_t kAppend = 2;       // list configs only
+  static constexpr int8_t kSubtract = 3;     // list configs only
   struct Config {                      // AlterableConfig
     std::string name;                  // Name
-    int8_t config_operation = 0;       // ConfigOperation (0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT)
+    int8_t config_operation = kSet;    // ConfigOperation
     std::optional<std::string> value;  // Value
     bool operator==(const Config&) const = default;
   };

@@ -1,5 +1,6 @@
 // Codecs for the admin and replication APIs: CreateTopics, DeleteTopics, DescribeConfigs,
-// CreatePartitions, DeleteRecords, OffsetForLeaderEpoch.
+// AlterConfigs, IncrementalAlterConfigs, CreatePartitions, DeleteRecords, OffsetForLeaderEpoch,
+// DeleteGroups.
 // Field layouts: Kafka's message schemas of the same names.
 #include "protocol/messages.h"
 #include "protocol/messages_io.h"
@@ -114,6 +115,37 @@ void IoDescribeConfigsResponse(IO& io, M& m, int16_t v) {
   io.TaggedFields();
 }
 
+// ---- AlterConfigs -----------------------------------------------------------------------
+
+template <class IO, class M>
+void IoAlterConfigsRequest(IO& io, M& m, int16_t v) {
+  io.Array(m.resources, [&](auto& r) {
+    io.I8(r.resource_type);
+    io.String(r.resource_name);
+    io.Array(r.configs, [&](auto& c) {
+      io.String(c.name);
+      io.NullableString(c.value);
+      io.TaggedFields();
+    });
+    io.TaggedFields();
+  });
+  io.Bool(m.validate_only);
+  io.TaggedFields();
+}
+
+template <class IO, class M>
+void IoAlterConfigsResponse(IO& io, M& m, int16_t v) {
+  io.I32(m.throttle_time_ms);
+  io.Array(m.responses, [&](auto& r) {
+    io.I16(r.error_code);
+    io.NullableString(r.error_message);
+    io.I8(r.resource_type);
+    io.String(r.resource_name);
+    io.TaggedFields();
+  });
+  io.TaggedFields();
+}
+
 // ---- CreatePartitions -------------------------------------------------------------------
 
 template <class IO, class M>
@@ -218,7 +250,7 @@ void IoOffsetForLeaderEpochResponse(IO& io, M& m, int16_t v) {
   io.TaggedFields();
 }
 
-// ---- DeleteGroups (client side) -----------------------------------------------------------
+// ---- DeleteGroups -----------------------------------------------------------------------
 
 template <class IO, class M>
 void IoDeleteGroupsRequest(IO& io, M& m, int16_t v) {
@@ -237,7 +269,7 @@ void IoDeleteGroupsResponse(IO& io, M& m, int16_t v) {
   io.TaggedFields();
 }
 
-// ---- IncrementalAlterConfigs (client side) ----------------------------------------------
+// ---- IncrementalAlterConfigs ------------------------------------------------------------
 
 template <class IO, class M>
 void IoIncrementalAlterConfigsRequest(IO& io, M& m, int16_t v) {
@@ -277,13 +309,14 @@ SILT_DEFINE_CODEC(DeleteTopicsRequest)
 SILT_DEFINE_CODEC(DeleteTopicsResponse)
 SILT_DEFINE_CODEC(DescribeConfigsRequest)
 SILT_DEFINE_CODEC(DescribeConfigsResponse)
+SILT_DEFINE_CODEC(AlterConfigsRequest)
+SILT_DEFINE_CODEC(AlterConfigsResponse)
 SILT_DEFINE_CODEC(CreatePartitionsRequest)
 SILT_DEFINE_CODEC(CreatePartitionsResponse)
 SILT_DEFINE_CODEC(DeleteRecordsRequest)
 SILT_DEFINE_CODEC(DeleteRecordsResponse)
 SILT_DEFINE_CODEC(OffsetForLeaderEpochRequest)
 SILT_DEFINE_CODEC(OffsetForLeaderEpochResponse)
-
 SILT_DEFINE_CODEC(DeleteGroupsRequest)
 SILT_DEFINE_CODEC(DeleteGroupsResponse)
 SILT_DEFINE_CODEC(IncrementalAlterConfigsRequest)

@@ -461,7 +461,10 @@ Cleanability LogCleaner::Measure(const PartitionLog& log, int64_t now_ms,
   std::vector<std::shared_ptr<Segment>> closed = log.ClosedSegments();
   LogConfig cfg = log.config();
   size_t n = CleanableCount(closed, cfg, now_ms, uncleanable_from);
-  Offset start = n > 0 ? closed.front()->base_offset() : log.log_end_offset();
+  // Taken from the same list as the segments, never from the log end read later: appends in
+  // between would put first_dirty past segments that CleanPartitionOnce (which lists them
+  // again) then takes for clean, moving the checkpoint over data no pass has compacted.
+  Offset start = !closed.empty() ? closed.front()->base_offset() : log.log_start_offset();
   c.first_uncleanable = n > 0 ? closed[n - 1]->next_offset() : start;
   int64_t cp = -1;
   {

@@ -198,4 +198,6 @@ bool LogConfig::IsKnownKey(const std::string& key) {
   return CoreKeys().count(key) != 0 || PassThroughKeys().count(key) != 0;
 }
 
+bool LogConfig::IsListKey(const std::string& key) { return key == "cleanup.policy"; }
+
 }  // namespace silt::storage

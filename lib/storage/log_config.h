@@ -47,6 +47,8 @@ struct LogConfig {
   std::map<std::string, std::string> ToMap() const;
   // True if `key` is a topic config this build understands.
   static bool IsKnownKey(const std::string& key);
+  // True if `key` takes a comma-separated list (Kafka's type LIST): cleanup.policy.
+  static bool IsListKey(const std::string& key);
 };
 
 }  // namespace silt::storage

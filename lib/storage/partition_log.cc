@@ -6,6 +6,8 @@
 //              writers hold it exclusively only to change the list. Appends that do not roll
 //              never take it exclusively.
 //   Segment's own lock guards its indexes and published size.
+//   config_mu  guards config against config() readers; UpdateConfig holds append_mu as well, so
+//              code under append_mu reads config without it.
 // log_end and recovery_point are atomics so that readers and appenders need no common lock.
 #include "storage/partition_log.h"
 
@@ -72,7 +74,8 @@ Result<std::string> ReadResult::ReadAll() const {
 
 struct PartitionLog::Impl {
   std::string dir;
-  LogConfig config;
+  LogConfig config;  // written under append_mu and config_mu
+  mutable std::mutex config_mu;
   bool read_only = false;
 
   mutable std::mutex append_mu;
@@ -506,10 +509,14 @@ std::vector<SegmentInfo> PartitionLog::Segments() const {
 
 const std::string& PartitionLog::dir() const { return impl_->dir; }
 bool PartitionLog::read_only() const { return impl_->read_only; }
-const LogConfig& PartitionLog::config() const { return impl_->config; }
+LogConfig PartitionLog::config() const {
+  std::lock_guard l(impl_->config_mu);
+  return impl_->config;
+}
 
 void PartitionLog::UpdateConfig(const LogConfig& config) {
   std::lock_guard l(impl_->append_mu);
+  std::lock_guard c(impl_->config_mu);
   impl_->config = config;
 }
 

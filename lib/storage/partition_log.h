@@ -111,7 +111,9 @@ class PartitionLog {
   std::vector<SegmentInfo> Segments() const;
   const std::string& dir() const;
   bool read_only() const;
-  const LogConfig& config() const;
+  // The config in force (a copy: another thread may change it at any time).
+  LogConfig config() const;
+  // Replaces the config; later appends, rolls, flushes and retention passes follow it.
   void UpdateConfig(const LogConfig& config);
 
   // fsync of everything appended so far; advances the recovery point.

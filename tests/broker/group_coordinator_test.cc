@@ -7,6 +7,8 @@
 
 #include <memory>
 #include <optional>
+#include <set>
+#include <vector>
 
 #include "base/clock.h"
 #include "broker/logging.h"
@@ -568,6 +570,95 @@ TEST_CASE("offsets of an empty group expire after the retention and the group go
   f.Restart();
   CHECK(f.Committed("t", 0) == -1);
   CHECK(f.c->ListGroups().groups.empty());
+}
+
+protocol::DeleteGroupsResponse DeleteGroups(Fixture& f, std::vector<std::string> ids) {
+  protocol::DeleteGroupsRequest r;
+  r.groups_names = std::move(ids);
+  auto resp = f.c->DeleteGroups(r);
+  REQUIRE(resp.results.size() == r.groups_names.size());
+  for (size_t i = 0; i < r.groups_names.size(); ++i) {
+    CHECK(resp.results[i].group_id == r.groups_names[i]);
+  }
+  return resp;
+}
+
+TEST_CASE("DeleteGroups waits for an empty group and writes tombstones that outlive a restart") {
+  Fixture f;
+  auto [a, gen] = f.StableSingle();
+  CHECK(f.Commit(a, gen, "t", 0, 5) == 0);
+  CHECK(f.Commit(a, gen, "t", 1, 6) == 0);
+  CHECK(f.Commit("", -1, "u", 0, 7, "standalone") == 0);
+
+  CHECK(DeleteGroups(f, {"g"}).results[0].error_code == E(ErrorCode::NON_EMPTY_GROUP));
+  CHECK(f.Committed("t", 0) == 5);
+  protocol::LeaveGroupRequest leave;
+  leave.group_id = "g";
+  leave.member_id = a;
+  REQUIRE(f.c->LeaveGroup(leave, 2).error_code == 0);
+  REQUIRE(f.c->GroupState("g") == "Empty");
+
+  // A failed write leaves the group as it was.
+  f.log.FailNextAppend(Status::IOError("disk gone"));
+  CHECK(DeleteGroups(f, {"g"}).results[0].error_code == E(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+  CHECK(f.Committed("t", 0) == 5);
+  CHECK(f.c->GroupState("g") == "Empty");
+
+  size_t before = f.log.records().size();
+  auto resp = DeleteGroups(f, {"g", "standalone", "missing", ""});
+  CHECK(resp.results[0].error_code == 0);
+  CHECK(resp.results[1].error_code == 0);
+  CHECK(resp.results[2].error_code == E(ErrorCode::GROUP_ID_NOT_FOUND));
+  CHECK(resp.results[3].error_code == E(ErrorCode::INVALID_GROUP_ID));
+  CHECK(f.Committed("t", 0) == -1);
+  CHECK(f.Committed("t", 1) == -1);
+  CHECK(f.Committed("u", 0, "standalone") == -1);
+  CHECK(f.c->GroupState("g") == "Dead");
+  CHECK(f.c->ListGroups().groups.empty());
+  CHECK(DeleteGroups(f, {"g"}).results[0].error_code == E(ErrorCode::GROUP_ID_NOT_FOUND));
+
+  // Kafka's keys with no value: both offsets and the metadata of g, the offset and the
+  // metadata of standalone.
+  auto recs = f.log.records();
+  REQUIRE(recs.size() == before + 5);
+  std::set<std::string> tombstoned;
+  for (size_t i = before; i < recs.size(); ++i) {
+    CHECK_FALSE(recs[i].value.has_value());
+    auto k = protocol::DecodeConsumerOffsetsKey(recs[i].key);
+    REQUIRE(k.ok());
+    if (k->kind == protocol::ConsumerOffsetsKey::Kind::kGroupMetadata) {
+      tombstoned.insert("group " + k->metadata.group);
+    } else {
+      tombstoned.insert(k->offset.group + " " + k->offset.topic + "/" +
+                        std::to_string(k->offset.partition));
+    }
+  }
+  CHECK(tombstoned == std::set<std::string>{"group g", "group standalone", "g t/0", "g t/1",
+                                            "standalone u/0"});
+
+  f.Restart();
+  CHECK(f.c->ListGroups().groups.empty());
+  CHECK(f.Committed("t", 0) == -1);
+  CHECK(f.c->GroupState("g") == "Dead");
+
+  // The id can be used again from scratch, and that survives a restart too.
+  CHECK(f.Commit("", -1, "t", 0, 1) == 0);
+  f.Restart();
+  CHECK(f.Committed("t", 0) == 1);
+  CHECK(f.Committed("t", 1) == -1);
+}
+
+TEST_CASE("DeleteGroups refuses a group with members joining and a coordinator shutting down") {
+  Fixture f;
+  auto first = f.Join(Fixture::JoinReq(""));
+  REQUIRE(first->has_value());
+  REQUIRE((*first)->error_code == E(ErrorCode::MEMBER_ID_REQUIRED));
+  // Only a pending member id so far, but a consumer is on its way in.
+  CHECK(DeleteGroups(f, {"g"}).results[0].error_code == E(ErrorCode::NON_EMPTY_GROUP));
+  CHECK(f.Commit("", -1, "t", 0, 1, "idle") == 0);
+  f.c->Shutdown();
+  CHECK(DeleteGroups(f, {"idle"}).results[0].error_code ==
+        E(ErrorCode::COORDINATOR_NOT_AVAILABLE));
 }
 
 TEST_CASE("DescribeGroups and ListGroups show members, state and assignment") {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # produce, consume, topic and group over the network (-b) against `silt serve` on a free port:
 # round trips with keys, headers and every codec; acks; a rejected record; offsets -N and @TIME;
-# topic admin; consumer-group resume, describe, reset and delete; a group shared with a
-# confluent-kafka consumer; kcat reading what silt wrote.
+# topic admin (alter-config through IncrementalAlterConfigs); consumer-group resume, describe,
+# reset and delete (DeleteGroups); a group shared with a confluent-kafka consumer; kcat reading
+# what silt wrote.
 source "$(dirname "$0")/lib.sh"
 
 # ---- the broker ----------------------------------------------------------------------------
@@ -99,13 +100,23 @@ assert_contains "$OUT" '"partition_count":3' "describe: partitions"
 assert_contains "$OUT" '"configs":{"retention.ms":"3600000"}' "describe: the override"
 expect_fail 2 "create an existing topic" "$SILT" topic create -b "$B" adm
 assert_contains "$ERR" "already exists" "create twice"
-run "$SILT" topic alter-config -b "$B" adm --config retention.ms=7200000
-if [ "$RC" -eq 0 ]; then
-  assert_contains "$("$SILT" topic describe -b "$B" adm --format json)" '"retention.ms":"7200000"' "alter-config"
-else
-  assert_contains "$ERR" "IncrementalAlterConfigs" "alter-config against a broker without IncrementalAlterConfigs says so"
-  echo "SKIP: alter-config over the network: the broker does not serve IncrementalAlterConfigs"
-fi
+expect_ok "topic alter-config" "$SILT" topic alter-config -b "$B" adm --config retention.ms=7200000 --config cleanup.policy=compact,delete
+expect_ok "describe after alter-config" "$SILT" topic describe -b "$B" adm --format json
+assert_contains "$OUT" '"configs":{"cleanup.policy":"compact,delete","retention.ms":"7200000"}' "alter-config sets both overrides"
+# The broker stores them where the offline command does.
+assert_contains "$(cat "$TMP/broker-data/silt-topics/adm.properties")" "retention.ms=7200000" "stored in silt-topics/"
+expect_ok "alter-config --delete-config" "$SILT" topic alter-config -b "$B" adm --delete-config cleanup.policy
+expect_ok "describe after --delete-config" "$SILT" topic describe -b "$B" adm --format json
+assert_contains "$OUT" '"configs":{"retention.ms":"7200000"}' "the deleted override is gone"
+assert_contains "$OUT" '"cleanup.policy":"delete"' "and the default applies again"
+expect_fail 2 "alter-config with a bad value" "$SILT" topic alter-config -b "$B" adm --config retention.ms=soon
+assert_contains "$ERR" "INVALID_CONFIG" "a bad value is INVALID_CONFIG"
+assert_contains "$ERR" "retention.ms" "naming the key"
+expect_fail 2 "alter-config with an unknown key" "$SILT" topic alter-config -b "$B" adm --config retention.mss=1
+assert_contains "$ERR" "retention.mss" "an unknown key is named"
+expect_fail 2 "alter-config of a missing topic" "$SILT" topic alter-config -b "$B" nosuch --config retention.ms=1
+assert_contains "$ERR" "does not exist" "a missing topic"
+assert_contains "$("$SILT" topic describe -b "$B" adm --format json)" '"configs":{"retention.ms":"7200000"}' "failed changes change nothing"
 expect_ok "topic delete" "$SILT" topic delete -b "$B" adm
 assert_not_contains "$("$SILT" topic list -b "$B")" "adm" "deleted topic is gone"
 expect_fail 2 "describe a missing topic" "$SILT" topic describe -b "$B" adm
@@ -138,13 +149,24 @@ else
   assert_eq "" "$("$SILT" consume -b "$B" -t gt -g billing)" "a dry run changes nothing"
   expect_ok "reset-offsets --execute" "$SILT" group reset-offsets -b "$B" billing --topic gt --shift-by -2 --execute
   assert_eq "$(printf '9\n10\n15\n16')" "$("$SILT" consume -b "$B" -t gt -g billing | sort -n)" "reset moves the group back"
-  run "$SILT" group delete -b "$B" partial
-  if [ "$RC" -eq 0 ]; then
-    assert_not_contains "$("$SILT" group list -b "$B")" "partial" "deleted group is gone"
-  else
-    assert_contains "$ERR" "DeleteGroups" "delete against a broker without DeleteGroups says so"
-    echo "SKIP: group delete over the network: the broker does not serve DeleteGroups"
-  fi
+  expect_ok "group delete" "$SILT" group delete -b "$B" partial
+  assert_not_contains "$("$SILT" group list -b "$B")" "partial" "deleted group is gone"
+  assert_contains "$("$SILT" group list -b "$B")" "billing" "other groups stay"
+  expect_fail 2 "deleting a deleted group" "$SILT" group delete -b "$B" partial
+  assert_contains "$ERR" "does not exist" "an unknown group"
+  # Its offsets went with it: the group starts over from the beginning.
+  assert_eq "$(seq 1 16)" "$("$SILT" consume -b "$B" -t gt -g partial | sort -n)" "a deleted group's offsets are gone"
+  # A group whose member is still consuming is refused.
+  "$SILT" consume -b "$B" -t gt -g live -f >/dev/null &
+  LPID=$!
+  BG_PIDS+=("$LPID")
+  has_member() { "$SILT" group describe -b "$B" live --format json | head -1 | grep -q '"member_id"'; }
+  wait_for 20 has_member && pass || fail "the following consumer joined group live"
+  expect_fail 2 "deleting a group with members" "$SILT" group delete -b "$B" live
+  assert_contains "$ERR" "active members" "a group with members"
+  kill -TERM "$LPID"
+  wait "$LPID"
+  expect_ok "deleting it once its member left" "$SILT" group delete -b "$B" live
 
   # A group with a closed pipe and with SIGTERM still leaves cleanly (no member left behind).
   seq 1 1000 | "$SILT" produce -b "$B" -t pipe

@@ -67,7 +67,7 @@ TEST_CASE("the API table drives supported versions, flexibility and header versi
     CHECK(IsVersionSupported(static_cast<int16_t>(a.key), a.max_version));
     CHECK_FALSE(IsVersionSupported(static_cast<int16_t>(a.key), a.max_version + 1));
   }
-  CHECK(keys.size() == 21);
+  CHECK(keys.size() == 24);
   CHECK(FindApi(int16_t{99}) == nullptr);
   CHECK(std::string(ApiName(1)) == "Fetch");
 
@@ -84,6 +84,11 @@ TEST_CASE("the API table drives supported versions, flexibility and header versi
   CHECK(ResponseHeaderVersion(kMeta, 9) == 1);
   CHECK(RequestHeaderVersion(kMeta, 9) == 2);
   CHECK(ResponseHeaderVersion(static_cast<int16_t>(ApiKey::kFetch), 12) == 1);
+  // IncrementalAlterConfigs is served in its first flexible version.
+  const int16_t kIAC = static_cast<int16_t>(ApiKey::kIncrementalAlterConfigs);
+  CHECK(RequestHeaderVersion(kIAC, 0) == 1);
+  CHECK(RequestHeaderVersion(kIAC, 1) == 2);
+  CHECK(ResponseHeaderVersion(kIAC, 1) == 1);
 
   ApiVersionsResponse av = MakeApiVersionsResponse();
   REQUIRE(av.api_keys.size() == SupportedApis().size());

@@ -418,6 +418,36 @@ TEST_CASE("DescribeConfigs round-trips at every served version, IsDefault only i
   CHECK(RoundTrip(v0, 0).results[0].configs[0].synonyms.empty());
 }
 
+TEST_CASE("AlterConfigs, IncrementalAlterConfigs and DeleteGroups round-trip at every served version") {
+  AlterConfigsRequest ac;
+  ac.resources.push_back({kConfigResourceTopic, "alpha", {{"retention.ms", "1000"}, {"x", std::nullopt}}});
+  ac.resources.push_back({kConfigResourceBroker, "0", {}});
+  ac.validate_only = true;
+  RoundTripAllVersions(ac);
+  AlterConfigsResponse acr;
+  acr.throttle_time_ms = 1;
+  acr.responses = {{0, std::nullopt, kConfigResourceTopic, "alpha"},
+                   {ToWire(ErrorCode::INVALID_REQUEST), "no", kConfigResourceBroker, "0"}};
+  RoundTripAllVersions(acr);
+
+  IncrementalAlterConfigsRequest iac;
+  iac.resources.push_back({kConfigResourceTopic, "alpha",
+                           {{"cleanup.policy", IncrementalAlterConfigsRequest::kAppend, "compact"},
+                            {"retention.ms", IncrementalAlterConfigsRequest::kDelete, std::nullopt}}});
+  iac.validate_only = true;
+  RoundTripAllVersions(iac);
+  IncrementalAlterConfigsResponse iacr;
+  iacr.throttle_time_ms = 2;
+  iacr.responses = {{ToWire(ErrorCode::INVALID_CONFIG), "bad", kConfigResourceTopic, "alpha"}};
+  RoundTripAllVersions(iacr);
+
+  RoundTripAllVersions(DeleteGroupsRequest{{"g1", "g2"}});
+  DeleteGroupsResponse dgr;
+  dgr.throttle_time_ms = 3;
+  dgr.results = {{"g1", 0}, {"g2", ToWire(ErrorCode::NON_EMPTY_GROUP)}};
+  RoundTripAllVersions(dgr);
+}
+
 TEST_CASE("DeleteRecords and OffsetForLeaderEpoch round-trip at every served version") {
   DeleteRecordsRequest dr;
   dr.topics.push_back({"alpha", {{0, 10}, {1, -1}}});

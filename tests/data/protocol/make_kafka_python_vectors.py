@@ -35,6 +35,8 @@ APIS = [
     (admin.ListGroupsRequest, admin.ListGroupsResponse, 0, 2),
     (admin.DescribeConfigsRequest, admin.DescribeConfigsResponse, 0, 3),
     (admin.CreatePartitionsRequest, admin.CreatePartitionsResponse, 0, 1),
+    (admin.AlterConfigsRequest, admin.AlterConfigsResponse, 0, 1),
+    (admin.DeleteGroupsRequest, admin.DeleteGroupsResponse, 0, 1),
 ]
 
 # Where kafka-python 2.0.2's schema disagrees with Kafka's own message schemas
@@ -79,7 +81,11 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     count = 0
     for req, resp, lo, hi in APIS:
-        for classes in (req, resp):
+        # kafka-python 2.0.2's AlterConfigsResponse list holds AlterConfigsRequest_v1 in place
+        # of the v1 response; the request's RESPONSE_TYPE names the right class.
+        responses = [r if "Response" in r.__name__ else req[v].RESPONSE_TYPE
+                     for v, r in enumerate(resp)]
+        for classes in (req, responses):
             for v in range(lo, min(hi, len(classes) - 1) + 1):
                 cls = classes[v]
                 if cls.__name__ in KNOWN_DEVIATIONS:
