@@ -44,35 +44,47 @@ BYTES=$(stat -c %s "$IN")
 LINES=$(wc -l < "$IN")
 echo "input: $BYTES bytes, $LINES lines, $(( BYTES / LINES )) bytes/line"
 
+RUNS=${BENCH_RUNS:-3}
 now() { date +%s.%N; }
-rate() { /usr/bin/python3 -c "import sys; print('%.0f' % ($BYTES / 1048576 / ($2 - $1)))" "" "$1" "$2"; }
-secs() { /usr/bin/python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$2"; }
+rate() { /usr/bin/python3 -c "import sys; print('%.0f' % ($BYTES / 1048576 / float(sys.argv[1])))" "$1"; }
 ratio() { /usr/bin/python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
-maxrss() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
+# best SETUP CMD: the shortest wall time of $RUNS runs of CMD (a shell string), each after
+# SETUP. Taking the best of a few runs of each side alike keeps a busy machine's noise out of
+# the ratios.
+best() {
+  local b="" t0 t1 d
+  for _ in $(seq "$RUNS"); do
+    eval "$1"
+    t0=$(now); eval "$2"; t1=$(now)
+    d=$(/usr/bin/python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$t0" "$t1")
+    if [ -z "$b" ] || /usr/bin/python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$d" "$b"; then b=$d; fi
+  done
+  echo "$b"
+}
+maxrss() { { /usr/bin/time -f %M "$@" > /dev/null; } 2>&1 | tail -1; }
 
 cat "$IN" > /dev/null  # warm the page cache for both sides alike
+echo "best of $RUNS runs each"
 
 # Baselines.
+base_w=$(rate "$(best 'rm -f "$DIR/copy"' 'cat "$IN" | dd of="$DIR/copy" bs=1M conv=fsync status=none')")
 rm -f "$DIR/copy"
-t0=$(now); cat "$IN" | dd of="$DIR/copy" bs=1M conv=fsync status=none; t1=$(now)
-base_w=$(rate "$t0" "$t1"); rm -f "$DIR/copy"
-t0=$(now); cat "$IN" > /dev/null; t1=$(now)
-base_r=$(rate "$t0" "$t1")
+base_r=$(rate "$(best : 'cat "$IN" > /dev/null')")
 echo "baseline: cat | dd of=copy (fsync) $base_w MiB/s; cat > /dev/null $base_r MiB/s"
 
 for z in none lz4 zstd; do
-  D="$DIR/data-$z"; rm -rf "$D"
-  t0=$(now); rss=$( { /usr/bin/time -f %M "$SILT" produce -d "$D" -t logs -z $z "$IN"; } 2>&1 | tail -1 ); t1=$(now)
-  p=$(rate "$t0" "$t1")
-  t0=$(now); crss=$( { /usr/bin/time -f %M "$SILT" consume -d "$D" -t logs > /dev/null; } 2>&1 | tail -1 ); t1=$(now)
-  c=$(rate "$t0" "$t1")
+  D="$DIR/data-$z"
+  p=$(rate "$(best 'rm -rf "$D"' '"$SILT" produce -d "$D" -t logs -z $z "$IN"')")
+  c=$(rate "$(best : '"$SILT" consume -d "$D" -t logs > /dev/null')")
+  rss=$(rm -rf "$D"; maxrss "$SILT" produce -d "$D" -t logs -z $z "$IN")
+  crss=$(maxrss "$SILT" consume -d "$D" -t logs)
   n=$("$SILT" consume -d "$D" -t logs | wc -l)
   [ "$n" -eq "$LINES" ] || echo "WARNING: consumed $n lines of $LINES" >&2
   echo "produce -z $z: $p MiB/s ($(ratio "$p" "$base_w")x dd), max RSS $((rss / 1024)) MiB; consume: $c MiB/s ($(ratio "$c" "$base_r")x cat), max RSS $((crss / 1024)) MiB; $(du -sm "$D" | cut -f1) MiB on disk"
   if [ "$z" != none ] && command -v "$z" >/dev/null; then
-    if [ "$z" = lz4 ]; then cmd="lz4 -1 -q -c"; else cmd="zstd -3 -q -T1 -c"; fi  # level 3: the level silt (like Kafka) uses
-    t0=$(now); $cmd "$IN" > /dev/null; t1=$(now)
-    codec=$(rate "$t0" "$t1")
+    # lz4 in its fast mode and zstd at level 3: the settings silt (like Kafka) uses.
+    if [ "$z" = lz4 ]; then cmd='lz4 -1 -q -c "$IN" > /dev/null'; else cmd='zstd -3 -q -T1 -c "$IN" > /dev/null'; fi
+    codec=$(rate "$(best : "$cmd")")
     echo "  $z command-line codec, one core: $codec MiB/s; silt produce -z $z at $(ratio "$p" "$codec")x of it"
   fi
   rm -rf "$D"
