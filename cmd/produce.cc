@@ -252,6 +252,7 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
   po.partitioner = *kind;
   po.partition = a.partition;
   po.create_topic = !a.no_create;
+  po.background = true;  // parse lines on this core, compress and append on the other
   auto producer = client::LocalProducer::Open(dir->get(), a.topic, po);
   if (!producer.ok()) {
     close_inputs();

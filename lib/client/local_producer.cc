@@ -75,9 +75,19 @@ LocalProducer::LocalProducer(storage::DataDir* dir, std::string topic,
       partitioner_(options.partitioner, partitions,
                    options.seed ? options.seed : static_cast<uint64_t>(MonotonicMs()) * 2654435761u),
       slots_(static_cast<size_t>(partitions)),
-      max_message_bytes_(max_message_bytes) {}
+      max_message_bytes_(max_message_bytes) {
+  if (options_.background) worker_ = std::thread([this] { Work(); });
+}
 
-LocalProducer::~LocalProducer() = default;
+LocalProducer::~LocalProducer() {
+  if (!worker_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
 
 Status LocalProducer::Send(std::optional<std::string_view> key,
                            std::optional<std::string_view> value, const HeaderViews& headers,
@@ -118,23 +128,66 @@ Status LocalProducer::Send(std::optional<std::string_view> key,
 Status LocalProducer::SendBatch(int32_t partition) {
   Slot& s = slots_[static_cast<size_t>(partition)];
   if (!s.builder || s.builder->empty()) return Status::OK();
-  int count = s.builder->record_count();
+  if (!s.log) {
+    auto log = dir_->Partition(topic_, partition);
+    if (!log.ok()) return log.status().WithContext(topic_ + "-" + std::to_string(partition));
+    s.log = *log;
+  }
   buffered_ -= s.bytes;
   s.bytes = 0;
-  SILT_ASSIGN_OR_RETURN(std::string batch, s.builder->Finish());
-  if (!s.log) {
-    SILT_ASSIGN_OR_RETURN(s.log, dir_->Partition(topic_, partition));
+  s.written = true;
+  partitioner_.OnBatchSent(partition);
+  if (!options_.background) {
+    auto builder = std::move(s.builder);
+    return AppendBatch(partition, s.log, builder.get());
   }
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return jobs_.size() < kMaxQueued || !failed_.ok(); });
+  if (!failed_.ok()) return failed_;
+  jobs_.push_back(Job{partition, s.log, std::move(s.builder)});
+  cv_.notify_all();
+  return Status::OK();
+}
+
+Status LocalProducer::AppendBatch(int32_t partition, storage::PartitionLog* log,
+                                  format::RecordBatchBuilder* builder) {
+  int count = builder->record_count();
+  SILT_ASSIGN_OR_RETURN(std::string batch, builder->Finish());
   size_t size = batch.size();
-  auto appended = s.log->Append(&batch);
+  auto appended = log->Append(&batch);
   if (!appended.ok())
     return appended.status().WithContext(topic_ + "-" + std::to_string(partition));
-  s.written = true;
   records_appended_ += count;
   batches_appended_ += 1;
   bytes_appended_ += static_cast<int64_t>(size);
-  partitioner_.OnBatchSent(partition);
   return Status::OK();
+}
+
+void LocalProducer::Work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return !jobs_.empty() || quit_; });
+    if (jobs_.empty()) return;  // quit_, with nothing left to do
+    Job job = std::move(jobs_.front());
+    jobs_.pop_front();
+    working_ = true;
+    cv_.notify_all();  // room in the queue
+    const bool skip = !failed_.ok();  // after a failure nothing more is appended
+    lock.unlock();
+    Status st = skip ? Status::OK() : AppendBatch(job.partition, job.log, job.builder.get());
+    job.builder.reset();
+    lock.lock();
+    if (!st.ok() && failed_.ok()) failed_ = st;
+    working_ = false;
+    cv_.notify_all();
+  }
+}
+
+Status LocalProducer::Drain() {
+  if (!options_.background) return Status::OK();
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return jobs_.empty() && !working_; });
+  return failed_;
 }
 
 Status LocalProducer::SendPending() {
@@ -144,6 +197,7 @@ Status LocalProducer::SendPending() {
 
 Status LocalProducer::Flush() {
   SILT_TRY(SendPending());
+  SILT_TRY(Drain());
   for (size_t p = 0; p < slots_.size(); ++p) {
     Slot& s = slots_[p];
     if (s.written) {

@@ -8,8 +8,13 @@
 // it returns OK every record sent so far is durable.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,6 +44,10 @@ struct ProducerOptions {
   bool create_topic = true;         // create a missing topic...
   int32_t default_partitions = -1;  // ...with this many partitions (-1: the data dir's default)
   uint64_t seed = 0;                // for the sticky/random partitioners; 0: from the clock
+  // Close batches (compressing them) and append them on a second thread, while the caller
+  // goes on adding records: a pipeline that keeps both cores busy. An append that fails there
+  // is returned by the next Send, SendPending or Flush, and nothing after it is appended.
+  bool background = false;
 };
 
 using HeaderViews = std::vector<std::pair<std::string_view, std::optional<std::string_view>>>;
@@ -68,9 +77,9 @@ class LocalProducer {
 
   int32_t partitions() const { return static_cast<int32_t>(slots_.size()); }
   int64_t max_message_bytes() const { return max_message_bytes_; }
-  int64_t records_appended() const { return records_appended_; }
-  int64_t batches_appended() const { return batches_appended_; }
-  int64_t bytes_appended() const { return bytes_appended_; }
+  int64_t records_appended() const { return records_appended_.load(); }
+  int64_t batches_appended() const { return batches_appended_.load(); }
+  int64_t bytes_appended() const { return bytes_appended_.load(); }
 
  private:
   struct Slot {
@@ -82,6 +91,12 @@ class LocalProducer {
   LocalProducer(storage::DataDir* dir, std::string topic, const ProducerOptions& options,
                 int32_t partitions, int64_t max_message_bytes);
   Status SendBatch(int32_t partition);
+  // Finishes and appends one batch (on the caller's thread or the background one).
+  Status AppendBatch(int32_t partition, storage::PartitionLog* log,
+                     format::RecordBatchBuilder* builder);
+  // Background mode: the worker's loop, and waiting until it has appended everything queued.
+  void Work();
+  Status Drain();
 
   storage::DataDir* dir_;
   std::string topic_;
@@ -90,9 +105,24 @@ class LocalProducer {
   std::vector<Slot> slots_;
   int64_t max_message_bytes_;
   size_t buffered_ = 0;
-  int64_t records_appended_ = 0;
-  int64_t batches_appended_ = 0;
-  int64_t bytes_appended_ = 0;
+  std::atomic<int64_t> records_appended_{0};
+  std::atomic<int64_t> batches_appended_{0};
+  std::atomic<int64_t> bytes_appended_{0};
+
+  // Background mode.
+  struct Job {
+    int32_t partition;
+    storage::PartitionLog* log;
+    std::unique_ptr<format::RecordBatchBuilder> builder;
+  };
+  static constexpr size_t kMaxQueued = 2;  // batches waiting: bounds memory
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;  // under mu_
+  bool working_ = false;  // under mu_: the worker holds a job
+  bool quit_ = false;     // under mu_
+  Status failed_;         // under mu_: the first background failure
+  std::thread worker_;
 };
 
 }  // namespace silt::client

@@ -231,3 +231,81 @@ TEST_CASE("a consumer that is not following stops at the end it saw when it open
   CHECK(n == 5);
   CHECK((*c)->Positions().at(0) == 5);
 }
+
+TEST_CASE("a background producer writes what a foreground one writes, batch for batch") {
+  for (auto codec : {format::Compression::kNone, format::Compression::kZstd}) {
+    CAPTURE(static_cast<int>(codec));
+    std::vector<std::vector<Got>> runs;
+    std::vector<int64_t> batches;
+    for (bool background : {false, true}) {
+      TempDataDir tmp;
+      {
+        auto dir = Open(tmp.path, false);
+        REQUIRE(dir->CreateTopic("t", 3, {}).ok());
+        ProducerOptions po;
+        po.batch_bytes = 700;
+        po.compression = codec;
+        po.partitioner = Partitioner::Kind::kMurmur2;
+        po.background = background;
+        auto p = LocalProducer::Open(dir.get(), "t", po);
+        REQUIRE(p.ok());
+        for (int i = 0; i < 3000; ++i) {
+          std::string key = "k" + std::to_string(i % 17);
+          REQUIRE((*p)->Send(key, "value-" + std::to_string(i), {}).ok());
+        }
+        REQUIRE((*p)->Flush().ok());
+        CHECK((*p)->records_appended() == 3000);
+        batches.push_back((*p)->batches_appended());
+        // Flush returned: everything is appended and synced.
+        for (int32_t part = 0; part < 3; ++part) {
+          auto log = dir->Partition("t", part);
+          REQUIRE(log.ok());
+          CHECK((*log)->recovery_point() == (*log)->log_end_offset());
+        }
+        REQUIRE(dir->Close().ok());
+      }
+      runs.push_back(ReadAll(tmp.path, "t", {}));
+    }
+    REQUIRE(runs[0].size() == 3000);
+    CHECK(batches[0] == batches[1]);
+    auto key = [](const Got& g) { return std::make_pair(g.partition, g.offset); };
+    std::sort(runs[0].begin(), runs[0].end(), [&](const Got& a, const Got& b) { return key(a) < key(b); });
+    std::sort(runs[1].begin(), runs[1].end(), [&](const Got& a, const Got& b) { return key(a) < key(b); });
+    REQUIRE(runs[1].size() == runs[0].size());
+    for (size_t i = 0; i < runs[0].size(); ++i) {
+      CHECK(runs[1][i].partition == runs[0][i].partition);
+      CHECK(runs[1][i].offset == runs[0][i].offset);
+      CHECK(runs[1][i].value == runs[0][i].value);
+    }
+  }
+}
+
+TEST_CASE("a background append that fails is reported, and nothing after it is appended") {
+  TempDataDir tmp;
+  auto dir = Open(tmp.path, false);
+  ProducerOptions po;
+  po.batch_bytes = 1000;
+  po.background = true;
+  auto p = LocalProducer::Open(dir.get(), "t", po);
+  REQUIRE(p.ok());
+  // Let some batches through, then the disk is full.
+  for (int i = 0; i < 200; ++i) REQUIRE((*p)->Send(std::nullopt, "before-" + std::to_string(i), {}).ok());
+  REQUIRE((*p)->Flush().ok());
+  const int64_t before = (*p)->records_appended();
+  CHECK(before == 200);
+  SetWriteBudgetForTesting(2500);
+  Status st;
+  for (int i = 0; i < 2000 && st.ok(); ++i) st = (*p)->Send(std::nullopt, "after-" + std::to_string(i), {});
+  if (st.ok()) st = (*p)->Flush();
+  SetWriteBudgetForTesting(-1);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.IsNoSpace());
+  // Later calls keep failing; the log holds whole batches only and exactly the appended count.
+  CHECK_FALSE((*p)->Flush().ok());
+  const int64_t appended = (*p)->records_appended();
+  CHECK(appended >= before);
+  CHECK(appended < 2200);
+  REQUIRE(dir->Close().ok());
+  auto got = ReadAll(tmp.path, "t", {});
+  CHECK(static_cast<int64_t>(got.size()) == appended);
+}
