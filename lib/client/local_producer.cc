@@ -137,14 +137,17 @@ Status LocalProducer::SendBatch(int32_t partition) {
   s.bytes = 0;
   s.written = true;
   partitioner_.OnBatchSent(partition);
-  if (!options_.background) {
-    auto builder = std::move(s.builder);
-    return AppendBatch(partition, s.log, builder.get());
-  }
+  // The builder is reset by Finish and reused, keeping its buffer: a fresh one per batch
+  // would grow (and fault in) that buffer all over again.
+  if (!options_.background) return AppendBatch(partition, s.log, s.builder.get());
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return jobs_.size() < kMaxQueued || !failed_.ok(); });
   if (!failed_.ok()) return failed_;
   jobs_.push_back(Job{partition, s.log, std::move(s.builder)});
+  if (!spare_.empty()) {
+    s.builder = std::move(spare_.back());
+    spare_.pop_back();
+  }
   cv_.notify_all();
   return Status::OK();
 }
@@ -175,8 +178,8 @@ void LocalProducer::Work() {
     const bool skip = !failed_.ok();  // after a failure nothing more is appended
     lock.unlock();
     Status st = skip ? Status::OK() : AppendBatch(job.partition, job.log, job.builder.get());
-    job.builder.reset();
     lock.lock();
+    if (job.builder->empty()) spare_.push_back(std::move(job.builder));  // Finish reset it
     if (!st.ok() && failed_.ok()) failed_ = st;
     working_ = false;
     cv_.notify_all();

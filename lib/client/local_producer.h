@@ -119,6 +119,7 @@ class LocalProducer {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;  // under mu_
+  std::vector<std::unique_ptr<format::RecordBatchBuilder>> spare_;  // under mu_: for reuse
   bool working_ = false;  // under mu_: the worker holds a job
   bool quit_ = false;     // under mu_
   Status failed_;         // under mu_: the first background failure
