@@ -250,8 +250,9 @@ TEST_CASE("a background producer writes what a foreground one writes, batch for 
         auto p = LocalProducer::Open(dir.get(), "t", po);
         REQUIRE(p.ok());
         for (int i = 0; i < 3000; ++i) {
-          std::string key = "k" + std::to_string(i % 17);
-          REQUIRE((*p)->Send(key, "value-" + std::to_string(i), {}).ok());
+          std::string key = std::to_string(i % 17);
+          std::string value = std::to_string(i);
+          REQUIRE((*p)->Send(key, value, {}).ok());
         }
         REQUIRE((*p)->Flush().ok());
         CHECK((*p)->records_appended() == 3000);
@@ -276,6 +277,7 @@ TEST_CASE("a background producer writes what a foreground one writes, batch for 
       CHECK(runs[1][i].partition == runs[0][i].partition);
       CHECK(runs[1][i].offset == runs[0][i].offset);
       CHECK(runs[1][i].value == runs[0][i].value);
+      CHECK(runs[1][i].key == runs[0][i].key);
     }
   }
 }
