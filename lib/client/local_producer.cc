@@ -76,17 +76,18 @@ LocalProducer::LocalProducer(storage::DataDir* dir, std::string topic,
                    options.seed ? options.seed : static_cast<uint64_t>(MonotonicMs()) * 2654435761u),
       slots_(static_cast<size_t>(partitions)),
       max_message_bytes_(max_message_bytes) {
-  if (options_.background) worker_ = std::thread([this] { Work(); });
+  if (options_.background)
+    for (auto& w : workers_) w = std::thread([this] { Work(); });
 }
 
 LocalProducer::~LocalProducer() {
-  if (!worker_.joinable()) return;
+  if (!options_.background) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     quit_ = true;
   }
   cv_.notify_all();
-  worker_.join();
+  for (auto& w : workers_) w.join();
 }
 
 Status LocalProducer::Send(std::optional<std::string_view> key,
@@ -143,7 +144,7 @@ Status LocalProducer::SendBatch(int32_t partition) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return jobs_.size() < kMaxQueued || !failed_.ok(); });
   if (!failed_.ok()) return failed_;
-  jobs_.push_back(Job{partition, s.log, std::move(s.builder)});
+  jobs_.push_back(Job{partition, s.log, std::move(s.builder), next_seq_++});
   if (!spare_.empty()) {
     s.builder = std::move(spare_.back());
     spare_.pop_back();
@@ -156,8 +157,13 @@ Status LocalProducer::AppendBatch(int32_t partition, storage::PartitionLog* log,
                                   format::RecordBatchBuilder* builder) {
   int count = builder->record_count();
   SILT_ASSIGN_OR_RETURN(std::string batch, builder->Finish());
-  size_t size = batch.size();
-  auto appended = log->Append(&batch);
+  return AppendFinished(partition, log, &batch, count);
+}
+
+Status LocalProducer::AppendFinished(int32_t partition, storage::PartitionLog* log,
+                                     std::string* batch, int count) {
+  size_t size = batch->size();
+  auto appended = log->Append(batch);
   if (!appended.ok())
     return appended.status().WithContext(topic_ + "-" + std::to_string(partition));
   records_appended_ += count;
@@ -166,6 +172,8 @@ Status LocalProducer::AppendBatch(int32_t partition, storage::PartitionLog* log,
   return Status::OK();
 }
 
+// Each worker finishes (compresses) the batch it took while the other may be finishing the
+// next one; appends then happen strictly in the order the batches were queued.
 void LocalProducer::Work() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -173,15 +181,23 @@ void LocalProducer::Work() {
     if (jobs_.empty()) return;  // quit_, with nothing left to do
     Job job = std::move(jobs_.front());
     jobs_.pop_front();
-    working_ = true;
+    ++working_;
     cv_.notify_all();  // room in the queue
-    const bool skip = !failed_.ok();  // after a failure nothing more is appended
     lock.unlock();
-    Status st = skip ? Status::OK() : AppendBatch(job.partition, job.log, job.builder.get());
+    const int count = job.builder->record_count();
+    Result<std::string> batch = job.builder->Finish();
     lock.lock();
-    if (job.builder->empty()) spare_.push_back(std::move(job.builder));  // Finish reset it
+    cv_.wait(lock, [&] { return turn_ == job.seq; });
+    Status st = batch.status();
+    if (st.ok() && failed_.ok()) {  // after a failure nothing more is appended
+      lock.unlock();
+      st = AppendFinished(job.partition, job.log, &*batch, count);
+      lock.lock();
+    }
     if (!st.ok() && failed_.ok()) failed_ = st;
-    working_ = false;
+    if (job.builder->empty()) spare_.push_back(std::move(job.builder));  // Finish reset it
+    ++turn_;
+    --working_;
     cv_.notify_all();
   }
 }
@@ -189,7 +205,7 @@ void LocalProducer::Work() {
 Status LocalProducer::Drain() {
   if (!options_.background) return Status::OK();
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return jobs_.empty() && !working_; });
+  cv_.wait(lock, [this] { return jobs_.empty() && working_ == 0; });
   return failed_;
 }
 

@@ -44,8 +44,8 @@ struct ProducerOptions {
   bool create_topic = true;         // create a missing topic...
   int32_t default_partitions = -1;  // ...with this many partitions (-1: the data dir's default)
   uint64_t seed = 0;                // for the sticky/random partitioners; 0: from the clock
-  // Close batches (compressing them) and append them on a second thread, while the caller
-  // goes on adding records: a pipeline that keeps both cores busy. An append that fails there
+  // Close batches (compressing them) and append them on two background threads, while the
+  // caller goes on adding records: a pipeline that keeps every core busy. An append that fails there
   // is returned by the next Send, SendPending or Flush, and nothing after it is appended.
   bool background = false;
 };
@@ -94,7 +94,9 @@ class LocalProducer {
   // Finishes and appends one batch (on the caller's thread or the background one).
   Status AppendBatch(int32_t partition, storage::PartitionLog* log,
                      format::RecordBatchBuilder* builder);
-  // Background mode: the worker's loop, and waiting until it has appended everything queued.
+  Status AppendFinished(int32_t partition, storage::PartitionLog* log, std::string* batch,
+                        int count);
+  // Background mode: a worker's loop, and waiting until everything queued is appended.
   void Work();
   Status Drain();
 
@@ -114,16 +116,19 @@ class LocalProducer {
     int32_t partition;
     storage::PartitionLog* log;
     std::unique_ptr<format::RecordBatchBuilder> builder;
+    uint64_t seq;  // queue order, which is append order
   };
   static constexpr size_t kMaxQueued = 2;  // batches waiting: bounds memory
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;  // under mu_
   std::vector<std::unique_ptr<format::RecordBatchBuilder>> spare_;  // under mu_: for reuse
-  bool working_ = false;  // under mu_: the worker holds a job
+  int working_ = 0;        // under mu_: jobs taken by workers and not yet done
+  uint64_t next_seq_ = 0;  // under mu_
+  uint64_t turn_ = 0;      // under mu_: the seq whose append is next
   bool quit_ = false;     // under mu_
   Status failed_;         // under mu_: the first background failure
-  std::thread worker_;
+  std::thread workers_[2];
 };
 
 }  // namespace silt::client
