@@ -71,6 +71,31 @@ TEST_CASE("records produced with every codec come back from fetch with their off
   CHECK(f.responses[0].partitions[0].log_start_offset == 0);
 }
 
+TEST_CASE("a produced batch is stored as sent, with only baseOffset and leader epoch assigned") {
+  TestBroker b;
+  Client c(b.port);
+  CreateTopic(c, "asis");
+  std::string first = MakeBatch(3);
+  std::string second = MakeBatch(5, format::Compression::kNone, -1, -1, -1, "other-");
+  CHECK(Produce(c, "asis", first) == 0);
+  CHECK(Produce(c, "asis", second) == 3);
+  protocol::FetchResponse f;
+  c.Call(MakeFetch("asis", 0, 0), 11, &f);
+  std::string stored(f.responses[0].partitions[0].records.bytes.value_or(""));
+  REQUIRE(stored.size() == first.size() + second.size());
+  // baseOffset and partitionLeaderEpoch are the broker's; every other byte, batchLength and
+  // the CRC included, is the producer's.
+  auto check_batch = [](std::string_view got, std::string_view sent, int64_t base) {
+    CHECK(static_cast<int64_t>(DecodeBE64(got.data())) == base);
+    CHECK(got.substr(format::kBatchLengthOffset, 4) == sent.substr(format::kBatchLengthOffset, 4));
+    CHECK(static_cast<int32_t>(DecodeBE32(got.data() + format::kPartitionLeaderEpochOffset)) == 0);
+    CHECK(got.substr(format::kMagicOffset) == sent.substr(format::kMagicOffset));
+  };
+  check_batch(std::string_view(stored).substr(0, first.size()), first, 0);
+  check_batch(std::string_view(stored).substr(first.size()), second, 3);
+  CHECK(Values(stored).size() == 8);
+}
+
 TEST_CASE("produce answers per-partition errors for unknown partitions, bad batches and size") {
   BrokerConfig cfg;
   cfg.message_max_bytes = 64 * 1024;
