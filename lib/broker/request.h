@@ -4,7 +4,6 @@
 
 #include <cassert>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -21,18 +20,12 @@ namespace silt::broker {
 struct ConnExecutor;
 
 // The bytes of one request frame. Allocated without being zero-filled: the socket read that
-// follows overwrites every byte, and zeroing a megabyte produce request costs as much as
-// reading it.
+// follows overwrites every byte, and zeroing a megabyte produce request costs about as much as
+// the read's own copy.
 class FrameBytes {
  public:
   FrameBytes() = default;
   explicit FrameBytes(size_t n) : data_(n > 0 ? new char[n] : nullptr), size_(n) {}
-  // Copies `bytes` (for tests and small synthetic frames).
-  static FrameBytes Copy(std::string_view bytes) {
-    FrameBytes f(bytes.size());
-    if (!bytes.empty()) std::memcpy(f.data(), bytes.data(), bytes.size());
-    return f;
-  }
   char* data() { return data_.get(); }
   const char* data() const { return data_.get(); }
   size_t size() const { return size_; }
