@@ -139,6 +139,53 @@ TEST_CASE("produce answers per-partition errors for unknown partitions, bad batc
   CHECK(Produce(c, "strict", MakeBatch(2)) == 0);
 }
 
+TEST_CASE("fetch answers whole batches within partition_max_bytes and max_bytes, at least one") {
+  TestBroker b;
+  Client c(b.port);
+  CreateTopic(c, "sized", 2);
+  // Five batches of ten records on each partition, all of one size.
+  std::string one = MakeBatch(10);
+  const int64_t batch = static_cast<int64_t>(one.size());
+  for (int32_t p = 0; p < 2; ++p) {
+    for (int i = 0; i < 5; ++i) {
+      protocol::ProduceResponse r;
+      c.Call(MakeProduce("sized", p, one), 8, &r);
+      REQUIRE(Only(r).error_code == 0);
+    }
+  }
+  auto fetch = [&](int32_t max_bytes, int32_t partition_max_bytes, int partitions) {
+    protocol::FetchRequest f = MakeFetch("sized", 0, 0);
+    f.max_bytes = max_bytes;
+    f.topics[0].partitions[0].partition_max_bytes = partition_max_bytes;
+    if (partitions == 2) {
+      auto second = f.topics[0].partitions[0];
+      second.partition = 1;
+      f.topics[0].partitions.push_back(second);
+    }
+    protocol::FetchResponse resp;
+    c.Call(f, 11, &resp);
+    std::vector<int64_t> sizes;
+    for (const auto& p : resp.responses[0].partitions) {
+      REQUIRE(p.error_code == 0);
+      sizes.push_back(static_cast<int64_t>(p.records.bytes.value_or("").size()));
+    }
+    return sizes;
+  };
+  // Two and a half batches' worth: two whole batches, never a cut one.
+  CHECK(fetch(50 << 20, static_cast<int32_t>(batch * 5 / 2), 1) == std::vector<int64_t>{2 * batch});
+  // Less than one batch: one whole batch anyway, so the consumer makes progress (KIP-74).
+  CHECK(fetch(50 << 20, 10, 1) == std::vector<int64_t>{batch});
+  // Everything fits: all five batches in one response.
+  CHECK(fetch(50 << 20, 1 << 20, 1) == std::vector<int64_t>{5 * batch});
+  // max_bytes spans partitions: the first partition takes what fits (at least one batch), the
+  // next gets only what is left of the budget.
+  CHECK(fetch(static_cast<int32_t>(batch * 3 / 2), 1 << 20, 2) == std::vector<int64_t>{batch, 0});
+  CHECK(fetch(static_cast<int32_t>(batch * 3), 1 << 20, 2) ==
+        std::vector<int64_t>{3 * batch, 0});
+  CHECK(fetch(static_cast<int32_t>(batch * 7), 1 << 20, 2) ==
+        std::vector<int64_t>{5 * batch, 2 * batch});
+}
+
 TEST_CASE("a long-polling fetch is woken by an append, not by its timeout") {
   TestBroker b;
   Client setup(b.port);
