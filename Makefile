@@ -41,10 +41,15 @@ asan: deps
 run: build
 	sh scripts/run.sh $(BUILD)/silt
 
+# The benchmarks' peers and tools; librdkafka-dev builds bench/latency_bench and
+# bench/consume_bench (librdkafka clients). None of these is needed by `make test`.
 bench-deps: deps
-	@SILT_EXTRA_PKGS="hyperfine redis-server redis-tools fio time lz4 zstd" sh scripts/deps.sh
+	@SILT_EXTRA_PKGS="hyperfine redis-server redis-tools fio time lz4 zstd librdkafka-dev" sh scripts/deps.sh
 
-bench: build bench-deps
+# Configured again after bench-deps so that CMake finds librdkafka if it was just installed.
+bench: bench-deps build
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
 	sh bench/run.sh $(BUILD)
 
 completions: build

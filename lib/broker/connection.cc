@@ -130,7 +130,7 @@ void Connection::OnSize(const asio::error_code& ec, size_t) {
     CloseOnStrand("refusing request: " + size.status().message() + GuessProtocol(size_buf_), true);
     return;
   }
-  frame_.resize(static_cast<size_t>(*size));
+  frame_ = FrameBytes(static_cast<size_t>(*size));
   reading_ = true;
   auto self = shared_from_this();
   asio::async_read(socket_, asio::buffer(frame_.data(), frame_.size()),
@@ -154,7 +154,7 @@ void Connection::OnFrame(const asio::error_code& ec, size_t) {
   }
   auto req = std::make_shared<Request>();
   req->frame = std::move(frame_);
-  frame_.clear();
+  frame_ = FrameBytes();
   req->peer = peer_;
   req->executor = executor_;
   Dispatcher* d = env_->dispatcher;

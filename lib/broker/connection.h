@@ -61,7 +61,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const ConnectionEnv* env_;
   std::string peer_;
   char size_buf_[4];
-  std::string frame_;
+  FrameBytes frame_;
   bool closed_ = false;
   bool reading_ = false;       // a read is outstanding
   bool stop_reading_ = false;  // graceful shutdown asked

@@ -74,7 +74,7 @@ const ApiRow* FindApi(int16_t api_key) {
 }
 
 Status Dispatcher::ParseHeader(Request* req, bool* flexible_response_header) const {
-  auto frame = protocol::ParseRequestFrame(req->frame);
+  auto frame = protocol::ParseRequestFrame(req->frame.view());
   if (!frame.ok()) return frame.status().WithContext("bad request header");
   const protocol::RequestHeader& h = frame->header;
   req->api_key = h.request_api_key;

@@ -20,8 +20,9 @@ struct PartitionOutcome {
 };
 
 // Validates and appends one partition's record set.
-PartitionOutcome ProducePartition(Broker& b, const std::string& topic, int32_t partition,
-                                  const protocol::RecordSet& records, int16_t version) {
+PartitionOutcome ProducePartition(Broker& b, Request& req, const std::string& topic,
+                                  int32_t partition, const protocol::RecordSet& records,
+                                  int16_t version) {
   PartitionOutcome out;
   auto fail = [&out](ErrorCode c, std::string m) {
     out.error = c;
@@ -110,8 +111,9 @@ PartitionOutcome ProducePartition(Broker& b, const std::string& topic, int32_t p
         break;
     }
   }
-  std::string batch(view->bytes());
-  auto appended = log->Append(&batch, 0);
+  // The batch is appended where it was received: the request owns its frame, and nothing
+  // reads these bytes after the append patches baseOffset into them.
+  auto appended = log->Append(req.mutable_bytes(view->bytes()), view->bytes().size(), 0);
   if (!appended.ok()) {
     LogError("append to " + topic + "-" + std::to_string(partition) + ": " +
              appended.status().ToString());
@@ -154,7 +156,7 @@ Status HandleProduce(Broker& b, std::shared_ptr<Request> req, Respond respond) {
         o.message = "transactions are not supported";
       } else {
         // acks=all waits for the in-sync replicas; on a single node that is this append.
-        o = ProducePartition(b, td.name, pd.index, pd.records, req->api_version);
+        o = ProducePartition(b, *req, td.name, pd.index, pd.records, req->api_version);
       }
       pr.error_code = Wire(o.error);
       pr.base_offset = o.base_offset;

@@ -2,6 +2,7 @@
 // body bytes, and a Response made of in-memory bytes and file ranges (sent with sendfile(2)).
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,18 +19,42 @@ namespace silt::broker {
 // finish later (long-polling Fetch) use it for their timers; others ignore it.
 struct ConnExecutor;
 
+// The bytes of one request frame. Allocated without being zero-filled: the socket read that
+// follows overwrites every byte, and zeroing a megabyte produce request costs about as much as
+// the read's own copy.
+class FrameBytes {
+ public:
+  FrameBytes() = default;
+  explicit FrameBytes(size_t n) : data_(n > 0 ? new char[n] : nullptr), size_(n) {}
+  char* data() { return data_.get(); }
+  const char* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  std::string_view view() const { return std::string_view(data_.get(), size_); }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+};
+
 struct Request {
   // RequestHeader: request_api_key, request_api_version, correlation_id, client_id.
   int16_t api_key = -1;
   int16_t api_version = -1;
   int32_t correlation_id = 0;
   std::string client_id;
-  std::string frame;       // the whole frame after its size prefix
+  FrameBytes frame;        // the whole frame after its size prefix
   size_t body_offset = 0;  // where the request body starts in `frame`
   std::string peer;        // "address:port" of the client, for log lines
   std::shared_ptr<ConnExecutor> executor;
 
-  std::string_view body() const { return std::string_view(frame).substr(body_offset); }
+  std::string_view body() const { return frame.view().substr(body_offset); }
+  // Writable access to bytes of the body that a handler owns for the request's lifetime (the
+  // produce path patches baseOffset into the received batch instead of copying it). `part`
+  // must be a view into body().
+  char* mutable_bytes(std::string_view part) {
+    assert(part.data() >= frame.data() && part.data() + part.size() <= frame.data() + frame.size());
+    return frame.data() + (part.data() - frame.data());
+  }
 };
 
 // One piece of a response body: bytes held in memory, or (when `bytes` is empty and

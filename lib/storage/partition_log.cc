@@ -293,24 +293,28 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
 // ---- append -----------------------------------------------------------------------------
 
 Result<AppendResult> PartitionLog::Append(std::string* batch, int32_t leader_epoch) {
+  return Append(batch->data(), batch->size(), leader_epoch);
+}
+
+Result<AppendResult> PartitionLog::Append(char* p, size_t size, int32_t leader_epoch) {
   Impl& im = *impl_;
   if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
-  if (batch->size() < static_cast<size_t>(format::kBatchHeaderSize))
-    return Status::InvalidArgument("batch of " + std::to_string(batch->size()) +
+  if (size < static_cast<size_t>(format::kBatchHeaderSize))
+    return Status::InvalidArgument("batch of " + std::to_string(size) +
                                    " bytes is shorter than a batch header");
-  format::BatchHeader h = format::DecodeBatchHeader(*batch);
-  if (h.magic != format::kMagicV2 || h.size() != static_cast<int64_t>(batch->size()) ||
+  const std::string_view batch(p, size);
+  format::BatchHeader h = format::DecodeBatchHeader(batch);
+  if (h.magic != format::kMagicV2 || h.size() != static_cast<int64_t>(size) ||
       h.last_offset_delta < 0)
     return Status::InvalidArgument("not a single well-framed v2 batch");
 
   std::unique_lock l(im.append_mu);
   if (im.closed) return Status::InvalidArgument(im.dir + " is closed");
-  if (static_cast<int64_t>(batch->size()) > im.config.max_message_bytes)
-    return Status::TooLarge("batch of " + std::to_string(batch->size()) +
+  if (static_cast<int64_t>(size) > im.config.max_message_bytes)
+    return Status::TooLarge("batch of " + std::to_string(size) +
                             " bytes exceeds max.message.bytes " +
                             std::to_string(im.config.max_message_bytes));
   Offset base(im.log_end.load());
-  char* p = batch->data();
   // baseOffset and partitionLeaderEpoch lie outside the CRC: patch them in place.
   EncodeBE64(p + format::kBaseOffsetOffset, static_cast<uint64_t>(base.value()));
   if (leader_epoch >= 0)
@@ -323,16 +327,16 @@ Result<AppendResult> PartitionLog::Append(std::string* batch, int32_t leader_epo
     EncodeBE64(p + format::kMaxTimestampOffset, static_cast<uint64_t>(now));
     EncodeBE16(p + format::kAttributesOffset,
                static_cast<uint16_t>(h.attributes | format::kTimestampTypeBit));
-    EncodeBE32(p + format::kCrcOffset, format::ComputeBatchCrc(*batch));
+    EncodeBE32(p + format::kCrcOffset, format::ComputeBatchCrc(batch));
     h.max_timestamp = now;
     r.log_append_time = now;
   }
   BatchInfo info;
-  info.size = static_cast<int64_t>(batch->size());
+  info.size = static_cast<int64_t>(size);
   info.base = base;
   info.last = base + h.last_offset_delta;
   info.max_timestamp = h.max_timestamp;
-  SILT_TRY(im.AppendOneLocked(*batch, info));
+  SILT_TRY(im.AppendOneLocked(batch, info));
   r.base_offset = info.base;
   r.last_offset = info.last;
   {

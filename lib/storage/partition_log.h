@@ -89,6 +89,9 @@ class PartitionLog {
   // TooLarge above max.message.bytes.
   // On any failure nothing is appended: the log end is unchanged and partial bytes are cut.
   Result<AppendResult> Append(std::string* batch, int32_t leader_epoch = -1);
+  // The same for a batch in a caller's buffer of `size` bytes, patched in place (the broker
+  // appends a produce request's batch where it was received, without copying it).
+  Result<AppendResult> Append(char* batch, size_t size, int32_t leader_epoch = -1);
   // Appends batches that already carry their offsets (replication, replicate, repair): each
   // base offset must be >= log end; gaps are allowed (compacted sources). Framing and CRC are
   // checked first and nothing is written unless all pass. An empty log starts at the first

@@ -1,4 +1,6 @@
 // The network core: framing, ordering, limits, and hostile bytes on the port.
+#include <dirent.h>
+
 #include <thread>
 
 #include "broker_test_util.h"
@@ -25,7 +27,44 @@ std::string Frame(std::string_view body) {
   return f;
 }
 
+// The broker's end of `c`'s connection: the broker runs in this process, so its accepted socket
+// is one of our own descriptors, the one whose peer is the client's local address. -1 if none.
+int BrokerSideOf(const Client& c) {
+  sockaddr_in client_addr{};
+  socklen_t len = sizeof client_addr;
+  REQUIRE(::getsockname(c.fd(), reinterpret_cast<sockaddr*>(&client_addr), &len) == 0);
+  DIR* d = ::opendir("/proc/self/fd");
+  REQUIRE(d != nullptr);
+  int found = -1;
+  while (dirent* e = ::readdir(d)) {
+    int fd = std::atoi(e->d_name);
+    if (fd <= 2 || fd == c.fd() || fd == ::dirfd(d)) continue;
+    sockaddr_in peer{};
+    socklen_t plen = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0) continue;
+    if (peer.sin_family == AF_INET && peer.sin_port == client_addr.sin_port &&
+        peer.sin_addr.s_addr == client_addr.sin_addr.s_addr) {
+      found = fd;
+      break;
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
 }  // namespace
+
+TEST_CASE("accepted connections have TCP_NODELAY set, so small responses are not held back") {
+  TestBroker b;
+  Client c(b.port);
+  REQUIRE(Answers(c));  // the connection is accepted and served by now
+  int fd = BrokerSideOf(c);
+  REQUIRE(fd >= 0);
+  int nodelay = 0;
+  socklen_t len = sizeof nodelay;
+  REQUIRE(::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &len) == 0);
+  CHECK(nodelay != 0);
+}
 
 TEST_CASE("ApiVersions v0 to v3 list every API the dispatch table serves") {
   TestBroker b;

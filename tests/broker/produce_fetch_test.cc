@@ -71,6 +71,31 @@ TEST_CASE("records produced with every codec come back from fetch with their off
   CHECK(f.responses[0].partitions[0].log_start_offset == 0);
 }
 
+TEST_CASE("a produced batch is stored as sent, with only baseOffset and leader epoch assigned") {
+  TestBroker b;
+  Client c(b.port);
+  CreateTopic(c, "asis");
+  std::string first = MakeBatch(3);
+  std::string second = MakeBatch(5, format::Compression::kNone, -1, -1, -1, "other-");
+  CHECK(Produce(c, "asis", first) == 0);
+  CHECK(Produce(c, "asis", second) == 3);
+  protocol::FetchResponse f;
+  c.Call(MakeFetch("asis", 0, 0), 11, &f);
+  std::string stored(f.responses[0].partitions[0].records.bytes.value_or(""));
+  REQUIRE(stored.size() == first.size() + second.size());
+  // baseOffset and partitionLeaderEpoch are the broker's; every other byte, batchLength and
+  // the CRC included, is the producer's.
+  auto check_batch = [](std::string_view got, std::string_view sent, int64_t base) {
+    CHECK(static_cast<int64_t>(DecodeBE64(got.data())) == base);
+    CHECK(got.substr(format::kBatchLengthOffset, 4) == sent.substr(format::kBatchLengthOffset, 4));
+    CHECK(static_cast<int32_t>(DecodeBE32(got.data() + format::kPartitionLeaderEpochOffset)) == 0);
+    CHECK(got.substr(format::kMagicOffset) == sent.substr(format::kMagicOffset));
+  };
+  check_batch(std::string_view(stored).substr(0, first.size()), first, 0);
+  check_batch(std::string_view(stored).substr(first.size()), second, 3);
+  CHECK(Values(stored).size() == 8);
+}
+
 TEST_CASE("produce answers per-partition errors for unknown partitions, bad batches and size") {
   BrokerConfig cfg;
   cfg.message_max_bytes = 64 * 1024;
@@ -112,6 +137,53 @@ TEST_CASE("produce answers per-partition errors for unknown partitions, bad batc
 
   // None of that reached the log; a good batch still lands at offset 0.
   CHECK(Produce(c, "strict", MakeBatch(2)) == 0);
+}
+
+TEST_CASE("fetch answers whole batches within partition_max_bytes and max_bytes, at least one") {
+  TestBroker b;
+  Client c(b.port);
+  CreateTopic(c, "sized", 2);
+  // Five batches of ten records on each partition, all of one size.
+  std::string one = MakeBatch(10);
+  const int64_t batch = static_cast<int64_t>(one.size());
+  for (int32_t p = 0; p < 2; ++p) {
+    for (int i = 0; i < 5; ++i) {
+      protocol::ProduceResponse r;
+      c.Call(MakeProduce("sized", p, one), 8, &r);
+      REQUIRE(Only(r).error_code == 0);
+    }
+  }
+  auto fetch = [&](int32_t max_bytes, int32_t partition_max_bytes, int partitions) {
+    protocol::FetchRequest f = MakeFetch("sized", 0, 0);
+    f.max_bytes = max_bytes;
+    f.topics[0].partitions[0].partition_max_bytes = partition_max_bytes;
+    if (partitions == 2) {
+      auto second = f.topics[0].partitions[0];
+      second.partition = 1;
+      f.topics[0].partitions.push_back(second);
+    }
+    protocol::FetchResponse resp;
+    c.Call(f, 11, &resp);
+    std::vector<int64_t> sizes;
+    for (const auto& p : resp.responses[0].partitions) {
+      REQUIRE(p.error_code == 0);
+      sizes.push_back(static_cast<int64_t>(p.records.bytes.value_or("").size()));
+    }
+    return sizes;
+  };
+  // Two and a half batches' worth: two whole batches, never a cut one.
+  CHECK(fetch(50 << 20, static_cast<int32_t>(batch * 5 / 2), 1) == std::vector<int64_t>{2 * batch});
+  // Less than one batch: one whole batch anyway, so the consumer makes progress (KIP-74).
+  CHECK(fetch(50 << 20, 10, 1) == std::vector<int64_t>{batch});
+  // Everything fits: all five batches in one response.
+  CHECK(fetch(50 << 20, 1 << 20, 1) == std::vector<int64_t>{5 * batch});
+  // max_bytes spans partitions: the first partition takes what fits (at least one batch), the
+  // next gets only what is left of the budget.
+  CHECK(fetch(static_cast<int32_t>(batch * 3 / 2), 1 << 20, 2) == std::vector<int64_t>{batch, 0});
+  CHECK(fetch(static_cast<int32_t>(batch * 3), 1 << 20, 2) ==
+        std::vector<int64_t>{3 * batch, 0});
+  CHECK(fetch(static_cast<int32_t>(batch * 7), 1 << 20, 2) ==
+        std::vector<int64_t>{5 * batch, 2 * batch});
 }
 
 TEST_CASE("a long-polling fetch is woken by an append, not by its timeout") {

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/coding.h"
 #include "base/crc32c.h"
 #include "storage/segment.h"
 #include "storage/test_util.h"
@@ -75,6 +76,30 @@ TEST_CASE("appends get consecutive offsets and read back byte for byte across se
   for (int i = 0; i < 60; ++i) CHECK(spans[static_cast<size_t>(i)] == Span{3 * i, 3 * i + 2});
   // The CRC was not touched by the offset assignment.
   CHECK(Slurp(dir / SegName(0, ".log")).substr(0, 10) == expected.substr(0, 10));
+}
+
+TEST_CASE("appending a batch in a caller's buffer patches it in place like the string form") {
+  TempDir dir_a, dir_b;
+  auto by_string = OpenLog(dir_a.path(), SmallConfig());
+  auto by_buffer = OpenLog(dir_b.path(), SmallConfig());
+  for (int i = 0; i < 10; ++i) {
+    std::string a = MakeBatch(3, 20, 1000 + i);
+    std::string b = a;
+    auto ra = by_string->Append(&a);
+    auto rb = by_buffer->Append(b.data(), b.size());
+    REQUIRE(ra.ok());
+    REQUIRE(rb.ok());
+    CHECK(rb->base_offset == Offset(3 * i));
+    CHECK(rb->base_offset == ra->base_offset);
+    CHECK(rb->position == ra->position);
+    // baseOffset was written into the caller's bytes, as into the string.
+    CHECK(b == a);
+    CHECK(static_cast<int64_t>(DecodeBE64(b.data())) == 3 * i);
+  }
+  CHECK(ReadAllFrom(*by_buffer, 0) == ReadAllFrom(*by_string, 0));
+  char junk[] = "not a batch";
+  CHECK(by_buffer->Append(junk, sizeof junk).status().code() == Status::Code::kInvalidArgument);
+  CHECK(by_buffer->log_end_offset() == Offset(30));
 }
 
 TEST_CASE("a read from any offset starts at the batch holding it, found through the index") {
