@@ -348,7 +348,10 @@ int Broker::Maintain(bool retention) {
     }
   }
   if (retention) {
-    std::lock_guard<std::mutex> lock(mu_);
+    // Not under mu_: writing the checkpoint files fsyncs, which must not hold up the produce
+    // and fetch paths' partition lookups. dir_lifetime_mu_ keeps Close from destroying the
+    // directory meanwhile; the directory serializes its own calls.
+    std::lock_guard<std::mutex> lock(dir_lifetime_mu_);
     if (dir_) {
       Status c = dir_->Checkpoint();
       if (!c.ok()) LogError("writing checkpoints: " + c.ToString());
@@ -373,6 +376,7 @@ Status Broker::Close() {
   if (groups_) groups_->Shutdown();
   // The cleaner works on the data dir's logs: stop it before they close.
   if (cleaner_) cleaner_->Stop();
+  std::lock_guard<std::mutex> lifetime(dir_lifetime_mu_);
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return Status::OK();
   closed_ = true;

@@ -144,6 +144,7 @@ class Broker {
   int advertised_port_ = 0;
   std::atomic<bool> stopping_{false};
 
+  std::mutex dir_lifetime_mu_;  // held by Close while dir_ goes, and by the checkpoint writer
   std::mutex mu_;  // guards dir_ calls, partitions_, producer ids
   std::unique_ptr<storage::DataDir> dir_;
   std::map<std::pair<std::string, int32_t>, std::shared_ptr<PartitionState>> partitions_;
