@@ -99,18 +99,24 @@ int Describe(const GlobalOptions& g, const GroupArgs& a) {
   return kExitOk;
 }
 
-int ResetOffsets(const GlobalOptions& g, const GroupArgs& a) {
+// Checks that exactly one reset target was given; for --to-datetime, parses it into *when.
+Status CheckResetTarget(const GroupArgs& a, std::optional<int64_t>* when) {
   int modes = a.to_earliest + a.to_latest + a.to_offset.has_value() + !a.to_datetime.empty() +
               a.shift_by.has_value();
   if (modes != 1)
-    return Fail("reset-offsets needs exactly one of --to-earliest, --to-latest, --to-offset, "
-                "--to-datetime, --shift-by");
-  std::optional<int64_t> when;
+    return Status::InvalidArgument(
+        "reset-offsets needs exactly one of --to-earliest, --to-latest, --to-offset, "
+        "--to-datetime, --shift-by");
   if (!a.to_datetime.empty()) {
-    auto ts = client::ParseTimestampMs(a.to_datetime);
-    if (!ts.ok()) return Fail(ts.status());
-    when = *ts;
+    SILT_ASSIGN_OR_RETURN(int64_t ts, client::ParseTimestampMs(a.to_datetime));
+    *when = ts;
   }
+  return Status::OK();
+}
+
+int ResetOffsets(const GlobalOptions& g, const GroupArgs& a) {
+  std::optional<int64_t> when;
+  if (Status st = CheckResetTarget(a, &when); !st.ok()) return Fail(st);
   auto dir = OpenDataDir(g, a.execute);
   if (!dir.ok()) return Fail(dir.status());
   auto info = (*dir)->GetTopic(a.topic);
@@ -298,17 +304,8 @@ int NetDescribe(client::Cluster* c, const GroupArgs& a) {
 }
 
 int NetResetOffsets(client::Cluster* c, const GroupArgs& a) {
-  int modes = a.to_earliest + a.to_latest + a.to_offset.has_value() + !a.to_datetime.empty() +
-              a.shift_by.has_value();
-  if (modes != 1)
-    return Fail("reset-offsets needs exactly one of --to-earliest, --to-latest, --to-offset, "
-                "--to-datetime, --shift-by");
   std::optional<int64_t> when;
-  if (!a.to_datetime.empty()) {
-    auto ts = client::ParseTimestampMs(a.to_datetime);
-    if (!ts.ok()) return Fail(ts.status());
-    when = *ts;
-  }
+  if (Status st = CheckResetTarget(a, &when); !st.ok()) return Fail(st);
   auto meta = c->Topic(a.topic, false);
   if (!meta.ok()) {
     if (meta.status().IsNotFound()) return Fail("topic '" + a.topic + "' does not exist");
