@@ -185,6 +185,23 @@ assert_eq "v9" "$OUT" "a new group starts at -o"
 run "$SILT" group describe g1 --format json
 assert_contains "$OUT" '"partition":0,"committed_offset":10' "the group's position is recorded"
 
+# A topic large enough (over 16 MiB in one segment) that consume formats it on two threads:
+# the output is byte for byte what was produced, in order, in every format, and a closed pipe
+# still ends quietly.
+seq 1 400000 | awk '{printf "line %08d %s\n", $1, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}' > "$TMP/big.txt"
+"$SILT" produce -d "$TMP/bigdata" -t big "$TMP/big.txt"
+"$SILT" consume -d "$TMP/bigdata" -t big > "$TMP/big.out"
+if cmp -s "$TMP/big.txt" "$TMP/big.out"; then pass; else fail "two-thread consume differs from the input"; fi
+run "$SILT" consume -d "$TMP/bigdata" -t big --format '%o\n'
+assert_eq "$(seq 0 399999)" "$OUT" "two-thread consume keeps offset order with a template"
+run "$SILT" consume -d "$TMP/bigdata" -t big -o 123456 --format json
+assert_eq '{"topic":"big","partition":0,"offset":123456,"timestamp":' "$(printf '%s\n' "$OUT" | head -1 | cut -c1-57)" "two-thread consume from an offset, as JSON"
+assert_eq "276544" "$(printf '%s\n' "$OUT" | wc -l | tr -d ' ')" "two-thread consume from an offset prints the rest"
+"$SILT" consume -d "$TMP/bigdata" -t big | head -3 > "$TMP/big.head"
+status=${PIPESTATUS[0]}
+assert_eq "0" "$status" "two-thread consume into a closed pipe exits 0"
+assert_eq "$(head -3 "$TMP/big.txt")" "$(cat "$TMP/big.head")" "two-thread consume into head"
+
 # A data directory written by a real Kafka broker (read-only: no silt metadata in it).
 fixtures="$SILT_SOURCE_DIR/../shared/fixtures/kafka-data/kafka-3.7-kraft"
 if [ -d "$fixtures" ]; then
