@@ -237,9 +237,7 @@ Result<RecordFormatter> RecordFormatter::Parse(std::string_view format) {
 void RecordFormatter::AppendFormatted(std::string_view topic, int32_t partition,
                                       const format::RecordView& r, std::string* out) const {
   switch (kind_) {
-    case Kind::kText:
-      out->append(r.value);
-      out->push_back('\n');
+    case Kind::kText:  // Append handles it inline
       return;
     case Kind::kJson: {
       Lit(out, "{\"topic\":");

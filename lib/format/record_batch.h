@@ -233,11 +233,7 @@ class RecordDecoder {
     return false;
   }
   [[gnu::always_inline]] static bool Varint(const char*& p, const char* end, int32_t* v) {
-    if (p < end && static_cast<signed char>(*p) >= 0) {
-      *v = ZigZagDecode32(static_cast<unsigned char>(*p++));
-      return true;
-    }
-    uint64_t x;
+    uint64_t x;  // DecodeUvarint64 takes the one-byte case first
     int n = DecodeUvarint64(p, end, &x, kMaxVarint32Bytes);
     if (n == 0 || x > 0xffffffffu) return false;
     p += n;
