@@ -261,7 +261,7 @@ void Connection::WriteNextPart() {
 
 void Connection::SendSlice() {
   if (closed_) return;
-  const storage::FileSlice& s = write_resp_.parts[write_part_ - 1].slice;
+  const FileSlice& s = write_resp_.parts[write_part_ - 1].slice;
   while (slice_done_ < s.length) {
     off_t off = static_cast<off_t>(s.position + slice_done_);
     ssize_t n = ::sendfile(socket_.native_handle(), s.file->fd(), &off,

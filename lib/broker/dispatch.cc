@@ -110,7 +110,7 @@ Status Dispatcher::Dispatch(std::shared_ptr<Request> req, Respond respond) const
              std::to_string(req->correlation_id) + " from " + req->peer + " client '" +
              req->client_id + "'");
   }
-  Status s = row->handler(*broker_, req, std::move(respond));
+  Status s = row->handler(*ctx_, req, std::move(respond));
   if (!s.ok()) {
     return s.WithContext(std::string(row->name) + " v" + std::to_string(req->api_version));
   }

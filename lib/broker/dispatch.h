@@ -13,12 +13,12 @@
 
 namespace silt::broker {
 
-class Broker;
+struct BrokerContext;
 
 // A handler decodes req->body() for req->api_version, does the work and calls `respond` exactly
 // once (now or later, from any thread). A non-OK Status (a body that does not decode) means the
 // request was malformed: the connection is closed and `respond` must not have been called.
-using HandlerFn = Status (*)(Broker& broker, std::shared_ptr<Request> req, Respond respond);
+using HandlerFn = Status (*)(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
 
 struct ApiRow {
   int16_t api_key;
@@ -36,7 +36,7 @@ const ApiRow* FindApi(int16_t api_key);
 
 class Dispatcher {
  public:
-  explicit Dispatcher(Broker* broker) : broker_(broker) {}
+  explicit Dispatcher(BrokerContext* ctx) : ctx_(ctx) {}
 
   // Decodes the request header at the start of req->frame into req's header fields and
   // body_offset; *flexible_response_header says whether the response header carries tagged
@@ -47,7 +47,7 @@ class Dispatcher {
   Status Dispatch(std::shared_ptr<Request> req, Respond respond) const;
 
  private:
-  Broker* broker_;
+  BrokerContext* ctx_;
 };
 
 }  // namespace silt::broker

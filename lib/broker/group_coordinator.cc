@@ -925,7 +925,7 @@ protocol::OffsetCommitResponse GroupCoordinator::CommitOffsets(
     }
     Member* m = g->Find(req.member_id);
     if (m == nullptr) {
-      return all(Err(generation < 0 ? ErrorCode::UNKNOWN_MEMBER_ID : ErrorCode::UNKNOWN_MEMBER_ID));
+      return all(Err(ErrorCode::UNKNOWN_MEMBER_ID));
     }
     if (generation != g->generation) return all(Err(ErrorCode::ILLEGAL_GENERATION));
     m->heartbeat_deadline = Now() + m->session_timeout_ms;

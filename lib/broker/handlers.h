@@ -7,35 +7,35 @@
 
 #include "base/coding.h"
 #include "base/status.h"
-#include "broker/broker.h"
+#include "broker/context.h"
 #include "broker/request.h"
 #include "protocol/errors.h"
 
 namespace silt::broker {
 
-Status HandleApiVersions(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleMetadata(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleProduce(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleInitProducerId(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleFetch(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleListOffsets(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleCreateTopics(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleDeleteTopics(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleCreatePartitions(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleDeleteRecords(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleDescribeConfigs(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleAlterConfigs(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleIncrementalAlterConfigs(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleFindCoordinator(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleJoinGroup(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleSyncGroup(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleHeartbeat(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleLeaveGroup(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleOffsetCommit(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleOffsetFetch(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleDescribeGroups(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleListGroups(Broker& b, std::shared_ptr<Request> req, Respond respond);
-Status HandleDeleteGroups(Broker& b, std::shared_ptr<Request> req, Respond respond);
+Status HandleApiVersions(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleProduce(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleInitProducerId(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleListOffsets(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleDeleteTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleCreatePartitions(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleDeleteRecords(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleDescribeConfigs(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleAlterConfigs(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleIncrementalAlterConfigs(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleFindCoordinator(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleJoinGroup(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleSyncGroup(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleHeartbeat(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleLeaveGroup(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleOffsetCommit(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleOffsetFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleDescribeGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleListGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleDeleteGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
 
 // Decodes req's body as `Msg` at req's version; the whole body must be consumed.
 template <typename Msg>

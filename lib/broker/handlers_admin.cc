@@ -37,7 +37,7 @@ bool ValidAssignment(const std::vector<int32_t>& brokers, int32_t node) {
 
 // ---- CreateTopics -----------------------------------------------------------------------
 
-Status HandleCreateTopics(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::CreateTopicsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::CreateTopicsResponse resp;
@@ -51,7 +51,7 @@ Status HandleCreateTopics(Broker& b, std::shared_ptr<Request> req, Respond respo
       tr.error_message = std::move(m);
     };
     std::string why;
-    int32_t partitions = t.num_partitions == -1 ? b.config().num_partitions : t.num_partitions;
+    int32_t partitions = t.num_partitions == -1 ? ctx.config.num_partitions : t.num_partitions;
     std::map<std::string, std::string> configs;
     for (const auto& c : t.configs) {
       if (c.value) configs[c.name] = *c.value;  // null: the default
@@ -69,9 +69,9 @@ Status HandleCreateTopics(Broker& b, std::shared_ptr<Request> req, Respond respo
       std::set<int32_t> idx;
       for (const auto& a : t.assignments) {
         idx.insert(a.partition_index);
-        if (!ValidAssignment(a.broker_ids, b.node_id())) {
+        if (!ValidAssignment(a.broker_ids, ctx.node.node_id.value())) {
           fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT,
-               "this single-node cluster has only broker " + std::to_string(b.node_id()));
+               "this single-node cluster has only broker " + std::to_string(ctx.node.node_id.value()));
           break;
         }
       }
@@ -92,11 +92,11 @@ Status HandleCreateTopics(Broker& b, std::shared_ptr<Request> req, Respond respo
       fail(ErrorCode::INVALID_CONFIG, why);
     }
     if (tr.error_code == 0) {
-      auto existing = b.GetTopic(t.name);
+      auto existing = ctx.metadata.GetTopic(t.name);
       if (existing.ok()) {
         fail(ErrorCode::TOPIC_ALREADY_EXISTS, "topic '" + t.name + "' already exists");
       } else if (!request.validate_only) {
-        auto created = b.CreateTopic(t.name, partitions, configs);
+        auto created = ctx.metadata.CreateTopic(t.name, partitions, configs);
         if (!created.ok()) {
           const Status& s = created.status();
           ErrorCode c = s.code() == Status::Code::kAlreadyExists ? ErrorCode::TOPIC_ALREADY_EXISTS
@@ -114,14 +114,14 @@ Status HandleCreateTopics(Broker& b, std::shared_ptr<Request> req, Respond respo
 
 // ---- DeleteTopics -----------------------------------------------------------------------
 
-Status HandleDeleteTopics(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleDeleteTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::DeleteTopicsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::DeleteTopicsResponse resp;
   for (const std::string& name : request.topic_names) {
     decltype(resp.responses)::value_type r;
     r.name = name;
-    Status s = b.DeleteTopic(name);
+    Status s = ctx.metadata.DeleteTopic(name);
     if (s.IsNotFound()) {
       r.error_code = Wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
     } else if (!s.ok()) {
@@ -136,7 +136,7 @@ Status HandleDeleteTopics(Broker& b, std::shared_ptr<Request> req, Respond respo
 
 // ---- CreatePartitions -------------------------------------------------------------------
 
-Status HandleCreatePartitions(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleCreatePartitions(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::CreatePartitionsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::CreatePartitionsResponse resp;
@@ -147,28 +147,28 @@ Status HandleCreatePartitions(Broker& b, std::shared_ptr<Request> req, Respond r
       r.error_code = Wire(c);
       r.error_message = std::move(m);
     };
-    auto info = b.GetTopic(t.name);
+    auto info = ctx.metadata.GetTopic(t.name);
     if (!info.ok()) {
       fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "topic '" + t.name + "' does not exist");
-    } else if (t.count <= info->partitions) {
+    } else if (t.count <= info->partition_count) {
       fail(ErrorCode::INVALID_PARTITIONS,
-           "topic has " + std::to_string(info->partitions) + " partitions; the new count " +
+           "topic has " + std::to_string(info->partition_count) + " partitions; the new count " +
                std::to_string(t.count) + " must be larger");
     } else if (t.assignments &&
-               static_cast<int32_t>(t.assignments->size()) != t.count - info->partitions) {
+               static_cast<int32_t>(t.assignments->size()) != t.count - info->partition_count) {
       fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT, "one assignment per new partition is needed");
     } else {
       if (t.assignments) {
         for (const auto& a : *t.assignments) {
-          if (!ValidAssignment(a.broker_ids, b.node_id())) {
+          if (!ValidAssignment(a.broker_ids, ctx.node.node_id.value())) {
             fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT,
-                 "this single-node cluster has only broker " + std::to_string(b.node_id()));
+                 "this single-node cluster has only broker " + std::to_string(ctx.node.node_id.value()));
             break;
           }
         }
       }
       if (r.error_code == 0 && !request.validate_only) {
-        Status s = b.AddPartitions(t.name, t.count);
+        Status s = ctx.metadata.AddPartitions(t.name, t.count);
         if (!s.ok()) fail(protocol::ErrorCodeFromStatus(s), s.message());
       }
     }
@@ -180,7 +180,7 @@ Status HandleCreatePartitions(Broker& b, std::shared_ptr<Request> req, Respond r
 
 // ---- DeleteRecords ----------------------------------------------------------------------
 
-Status HandleDeleteRecords(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleDeleteRecords(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::DeleteRecordsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::DeleteRecordsResponse resp;
@@ -191,26 +191,20 @@ Status HandleDeleteRecords(Broker& b, std::shared_ptr<Request> req, Respond resp
       protocol::DeleteRecordsResponse::Partition pr;
       pr.partition_index = p.partition_index;
       pr.low_watermark = -1;
-      auto state = b.Partition(t.name, p.partition_index);
-      auto log = state.ok() ? (*state)->Log() : PartitionState::LogRef{};
-      if (!log) {
-        pr.error_code = Wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+      auto part = ctx.partitions.Get(t.name, PartitionId(p.partition_index));
+      if (!part.ok()) {
+        pr.error_code = Wire(part.status().IsNotFound() ? ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+                                                        : protocol::ErrorCodeFromStatus(part.status()));
       } else {
-        Offset end = log->log_end_offset();
-        // -1 means "up to the high watermark", which is the log end on one node.
-        int64_t target = p.offset == -1 ? end.value() : p.offset;
-        if (target < 0 || target > end.value()) {
-          pr.error_code = Wire(ErrorCode::OFFSET_OUT_OF_RANGE);
+        ErrorCode error;
+        auto start = (*part)->DeleteRecordsBefore(p.offset, &error);
+        if (start.ok()) {
+          pr.low_watermark = start->value();
         } else {
-          Status s = Status::OK();
-          if (Offset(target) > log->log_start_offset()) s = log->AdvanceLogStart(Offset(target));
-          if (!s.ok()) {
-            LogError("delete-records on " + t.name + "-" + std::to_string(p.partition_index) +
-                     ": " + s.ToString());
-            pr.error_code = Wire(protocol::ErrorCodeFromStatus(s));
-          } else {
-            pr.low_watermark = log->log_start_offset().value();
+          if (error != ErrorCode::OFFSET_OUT_OF_RANGE && error != ErrorCode::UNKNOWN_TOPIC_OR_PARTITION) {
+            LogError("delete-records on " + (*part)->name() + ": " + start.status().ToString());
           }
+          pr.error_code = Wire(error);
         }
       }
       tr.partitions.push_back(std::move(pr));
@@ -278,15 +272,15 @@ protocol::DescribeConfigsResponse::Config MakeConfig(const std::string& key,
   return c;
 }
 
-std::map<std::string, std::string> BrokerConfigs(Broker& b) {
-  const BrokerConfig& c = b.config();
+std::map<std::string, std::string> BrokerConfigs(BrokerContext& ctx) {
+  const BrokerConfig& c = ctx.config;
   const storage::LogConfig& d = c.log_defaults;
   std::map<std::string, std::string> m;
   m["node.id"] = std::to_string(c.node_id);
   m["broker.id"] = std::to_string(c.node_id);
   m["listeners"] = "PLAINTEXT://" + c.listen_host + ":" + std::to_string(c.listen_port);
   m["advertised.listeners"] =
-      "PLAINTEXT://" + b.advertised_host() + ":" + std::to_string(b.advertised_port());
+      "PLAINTEXT://" + ctx.node.advertised_host + ":" + std::to_string(ctx.node.advertised_port);
   m["log.dirs"] = c.data_dir;
   m["num.partitions"] = std::to_string(c.num_partitions);
   m["auto.create.topics.enable"] = c.auto_create_topics ? "true" : "false";
@@ -309,7 +303,7 @@ std::map<std::string, std::string> BrokerConfigs(Broker& b) {
 
 }  // namespace
 
-Status HandleDescribeConfigs(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleDescribeConfigs(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::DescribeConfigsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::DescribeConfigsResponse resp;
@@ -318,25 +312,25 @@ Status HandleDescribeConfigs(Broker& b, std::shared_ptr<Request> req, Respond re
     r.resource_type = res.resource_type;
     r.resource_name = res.resource_name;
     if (res.resource_type == kResourceTopic) {
-      auto cfg = b.TopicConfig(res.resource_name);
-      auto overrides = b.TopicOverrides(res.resource_name);
-      if (!cfg.ok() || !overrides.ok()) {
+      auto cfg = ctx.metadata.TopicConfig(res.resource_name);
+      auto topic = ctx.metadata.GetTopic(res.resource_name);
+      if (!cfg.ok() || !topic.ok()) {
         r.error_code = Wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
         r.error_message = "topic '" + res.resource_name + "' does not exist";
       } else {
         for (const auto& [k, v] : cfg->ToMap()) {
           if (!Wanted(res.configuration_keys, k)) continue;
-          int8_t source = overrides->count(k) ? kSourceDynamicTopic : kSourceDefault;
+          int8_t source = topic->configs.count(k) ? kSourceDynamicTopic : kSourceDefault;
           r.configs.push_back(
               MakeConfig(k, v, source, false, req->api_version, request.include_synonyms));
         }
       }
     } else if (res.resource_type == kResourceBroker) {
-      if (!res.resource_name.empty() && res.resource_name != std::to_string(b.node_id())) {
+      if (!res.resource_name.empty() && res.resource_name != std::to_string(ctx.node.node_id.value())) {
         r.error_code = Wire(ErrorCode::INVALID_REQUEST);
         r.error_message = "unknown broker '" + res.resource_name + "'";
       } else {
-        for (const auto& [k, v] : BrokerConfigs(b)) {
+        for (const auto& [k, v] : BrokerConfigs(ctx)) {
           if (!Wanted(res.configuration_keys, k)) continue;
           r.configs.push_back(MakeConfig(k, v, kSourceStaticBroker, true, req->api_version,
                                          request.include_synonyms));

@@ -64,8 +64,8 @@ bool RepeatedKeys(const std::vector<Config>& configs) {
 
 // A BROKER resource: the name is empty (cluster-wide default) or this node's id. No broker
 // config is dynamic in silt, so any key is refused the way Kafka refuses its static ones.
-Outcome AlterBroker(Broker& b, const std::string& name, const std::vector<std::string>& keys) {
-  std::string self = std::to_string(b.node_id());
+Outcome AlterBroker(BrokerContext& ctx, const std::string& name, const std::vector<std::string>& keys) {
+  std::string self = std::to_string(ctx.node.node_id.value());
   if (!name.empty() && name != self) {
     return Fail(ErrorCode::INVALID_REQUEST,
                 "Unexpected broker id, expected " + self + ", but received " + name);
@@ -92,9 +92,9 @@ std::optional<Outcome> CheckTopicKeys(const std::string& name,
 }
 
 // Runs `edit` on the topic's overrides through the broker and maps the result.
-Outcome AlterTopic(Broker& b, const std::string& name, bool validate_only,
-                   const Broker::ConfigEdit& edit) {
-  Status s = b.AlterTopicConfig(name, edit, validate_only);
+Outcome AlterTopic(BrokerContext& ctx, const std::string& name, bool validate_only,
+                   const MetadataStore::ConfigEdit& edit) {
+  Status s = ctx.metadata.AlterTopicConfig(name, edit, validate_only);
   if (s.ok()) return {};
   if (s.IsNotFound()) {
     return Fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "topic '" + name + "' does not exist");
@@ -138,7 +138,7 @@ std::string ApplyListOp(int8_t op, const std::string& current, const std::string
 
 // ---- AlterConfigs -----------------------------------------------------------------------
 
-Status HandleAlterConfigs(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleAlterConfigs(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::AlterConfigsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::AlterConfigsResponse resp;
@@ -161,7 +161,7 @@ Status HandleAlterConfigs(Broker& b, std::shared_ptr<Request> req, Respond respo
         out = *bad;
       } else {
         // The legacy API replaces the whole set: keys left out go back to their defaults.
-        out = AlterTopic(b, res.resource_name, request.validate_only,
+        out = AlterTopic(ctx, res.resource_name, request.validate_only,
                          [&res](std::map<std::string, std::string>* overrides) {
                            overrides->clear();
                            for (const auto& c : res.configs) (*overrides)[c.name] = *c.value;
@@ -169,7 +169,7 @@ Status HandleAlterConfigs(Broker& b, std::shared_ptr<Request> req, Respond respo
                          });
       }
     } else if (res.resource_type == protocol::kConfigResourceBroker) {
-      out = AlterBroker(b, res.resource_name, keys);
+      out = AlterBroker(ctx, res.resource_name, keys);
     } else {
       out = Fail(ErrorCode::INVALID_REQUEST,
                  "Unknown resource type " + std::to_string(res.resource_type));
@@ -183,12 +183,12 @@ Status HandleAlterConfigs(Broker& b, std::shared_ptr<Request> req, Respond respo
 
 // ---- IncrementalAlterConfigs ------------------------------------------------------------
 
-Status HandleIncrementalAlterConfigs(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleIncrementalAlterConfigs(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::IncrementalAlterConfigsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::IncrementalAlterConfigsResponse resp;
   const auto repeated = RepeatedResources(request.resources);
-  const std::map<std::string, std::string> defaults = b.config().log_defaults.ToMap();
+  const std::map<std::string, std::string> defaults = ctx.config.log_defaults.ToMap();
   for (const auto& res : request.resources) {
     std::vector<std::string> keys, nulls, unknown_ops, not_lists;
     for (const auto& c : res.configs) {
@@ -220,7 +220,7 @@ Status HandleIncrementalAlterConfigs(Broker& b, std::shared_ptr<Request> req, Re
       } else if (!not_lists.empty()) {
         out = Fail(ErrorCode::INVALID_CONFIG, "Config value " + not_lists.front());
       } else {
-        out = AlterTopic(b, res.resource_name, request.validate_only,
+        out = AlterTopic(ctx, res.resource_name, request.validate_only,
                          [&res, &defaults](std::map<std::string, std::string>* overrides) {
                            for (const auto& c : res.configs) {
                              switch (c.config_operation) {
@@ -245,7 +245,7 @@ Status HandleIncrementalAlterConfigs(Broker& b, std::shared_ptr<Request> req, Re
                          });
       }
     } else if (res.resource_type == protocol::kConfigResourceBroker) {
-      out = AlterBroker(b, res.resource_name, keys);
+      out = AlterBroker(ctx, res.resource_name, keys);
     } else {
       out = Fail(ErrorCode::INVALID_REQUEST,
                  "Unknown resource type " + std::to_string(res.resource_type));

@@ -24,7 +24,7 @@ std::string ClientHost(const std::string& peer) {
 
 }  // namespace
 
-Status HandleFindCoordinator(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleFindCoordinator(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::FindCoordinatorRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::FindCoordinatorResponse resp;
@@ -37,86 +37,86 @@ Status HandleFindCoordinator(Broker& b, std::shared_ptr<Request> req, Respond re
   } else {
     // As in Kafka, looking for a group coordinator gets __consumer_offsets created (here in
     // the background, so this answer does not wait for it).
-    b.groups().PrepareStorageSoon();
-    resp.node_id = b.node_id();
-    resp.host = b.advertised_host();
-    resp.port = b.advertised_port();
+    ctx.groups.PrepareStorageSoon();
+    resp.node_id = ctx.node.node_id.value();
+    resp.host = ctx.node.advertised_host;
+    resp.port = ctx.node.advertised_port;
   }
   respond(EncodeBody(resp, req->api_version));
   return Status::OK();
 }
 
-Status HandleJoinGroup(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleJoinGroup(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::JoinGroupRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   GroupCoordinator::ClientInfo client{req->client_id, ClientHost(req->peer)};
   int16_t version = req->api_version;
-  b.groups().JoinGroup(request, version, client,
+  ctx.groups.JoinGroup(request, version, client,
                        [respond = std::move(respond), version](protocol::JoinGroupResponse r) {
                          respond(EncodeBody(r, version));
                        });
   return Status::OK();
 }
 
-Status HandleSyncGroup(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleSyncGroup(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::SyncGroupRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   int16_t version = req->api_version;
-  b.groups().SyncGroup(request, version,
+  ctx.groups.SyncGroup(request, version,
                        [respond = std::move(respond), version](protocol::SyncGroupResponse r) {
                          respond(EncodeBody(r, version));
                        });
   return Status::OK();
 }
 
-Status HandleHeartbeat(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleHeartbeat(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::HeartbeatRequest request;
   SILT_TRY(DecodeBody(*req, &request));
-  respond(EncodeBody(b.groups().Heartbeat(request, req->api_version), req->api_version));
+  respond(EncodeBody(ctx.groups.Heartbeat(request, req->api_version), req->api_version));
   return Status::OK();
 }
 
-Status HandleLeaveGroup(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleLeaveGroup(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::LeaveGroupRequest request;
   SILT_TRY(DecodeBody(*req, &request));
-  respond(EncodeBody(b.groups().LeaveGroup(request, req->api_version), req->api_version));
+  respond(EncodeBody(ctx.groups.LeaveGroup(request, req->api_version), req->api_version));
   return Status::OK();
 }
 
-Status HandleOffsetCommit(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleOffsetCommit(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::OffsetCommitRequest request;
   SILT_TRY(DecodeBody(*req, &request));
-  respond(EncodeBody(b.groups().CommitOffsets(request, req->api_version), req->api_version));
+  respond(EncodeBody(ctx.groups.CommitOffsets(request, req->api_version), req->api_version));
   return Status::OK();
 }
 
-Status HandleOffsetFetch(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleOffsetFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::OffsetFetchRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   // v0-1 have no null topics: an empty array means "none asked".
   if (req->api_version < 2 && !request.topics) request.topics.emplace();
-  respond(EncodeBody(b.groups().FetchOffsets(request, req->api_version), req->api_version));
+  respond(EncodeBody(ctx.groups.FetchOffsets(request, req->api_version), req->api_version));
   return Status::OK();
 }
 
-Status HandleDescribeGroups(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleDescribeGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::DescribeGroupsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
-  respond(EncodeBody(b.groups().DescribeGroups(request, req->api_version), req->api_version));
+  respond(EncodeBody(ctx.groups.DescribeGroups(request, req->api_version), req->api_version));
   return Status::OK();
 }
 
-Status HandleListGroups(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleListGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::ListGroupsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
-  respond(EncodeBody(b.groups().ListGroups(), req->api_version));
+  respond(EncodeBody(ctx.groups.ListGroups(), req->api_version));
   return Status::OK();
 }
 
-Status HandleDeleteGroups(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleDeleteGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::DeleteGroupsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
-  respond(EncodeBody(b.groups().DeleteGroups(request), req->api_version));
+  respond(EncodeBody(ctx.groups.DeleteGroups(request), req->api_version));
   return Status::OK();
 }
 

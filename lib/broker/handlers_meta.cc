@@ -31,7 +31,7 @@ bool ValidTopicName(const std::string& name, std::string* why) {
 
 // ---- ApiVersions ------------------------------------------------------------------------
 
-Status HandleApiVersions(Broker&, std::shared_ptr<Request> req, Respond respond) {
+Status HandleApiVersions(BrokerContext&, std::shared_ptr<Request> req, Respond respond) {
   protocol::ApiVersionsResponse resp;
   for (const ApiRow& row : ApiRows()) {
     resp.api_keys.push_back({row.api_key, row.min_version, row.max_version});
@@ -54,17 +54,17 @@ Status HandleApiVersions(Broker&, std::shared_ptr<Request> req, Respond respond)
 
 namespace {
 
-protocol::MetadataResponse::Topic DescribeTopic(Broker& b, const storage::TopicInfo& t) {
+protocol::MetadataResponse::Topic DescribeTopic(const TopicMetadata& t) {
   protocol::MetadataResponse::Topic out;
   out.name = t.name;
-  out.is_internal = t.name == protocol::kConsumerOffsetsTopic;
-  for (int32_t p = 0; p < t.partitions; ++p) {
+  out.is_internal = t.internal;
+  for (const PartitionAssignment& a : t.partitions) {
     protocol::MetadataResponse::Partition part;
-    part.partition_index = p;
-    part.leader_id = b.node_id();
-    part.leader_epoch = 0;
-    part.replica_nodes = {b.node_id()};
-    part.isr_nodes = {b.node_id()};
+    part.partition_index = a.partition.value();
+    part.leader_id = a.leader.value();
+    part.leader_epoch = a.leader_epoch.value();
+    for (NodeId n : a.replicas) part.replica_nodes.push_back(n.value());
+    for (NodeId n : a.isr) part.isr_nodes.push_back(n.value());
     out.partitions.push_back(std::move(part));
   }
   return out;
@@ -72,16 +72,16 @@ protocol::MetadataResponse::Topic DescribeTopic(Broker& b, const storage::TopicI
 
 }  // namespace
 
-Status HandleMetadata(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::MetadataRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::MetadataResponse resp;
-  resp.brokers.push_back({b.node_id(), b.advertised_host(), b.advertised_port(), std::nullopt});
-  resp.cluster_id = b.cluster_id();
-  resp.controller_id = b.node_id();
+  resp.brokers.push_back({ctx.node.node_id.value(), ctx.node.advertised_host, ctx.node.advertised_port, std::nullopt});
+  resp.cluster_id = ctx.node.cluster_id;
+  resp.controller_id = ctx.node.node_id.value();
   bool all = !request.topics.has_value() || (req->api_version == 0 && request.topics->empty());
   if (all) {
-    for (const storage::TopicInfo& t : b.ListTopics()) resp.topics.push_back(DescribeTopic(b, t));
+    for (const TopicMetadata& t : ctx.metadata.ListTopics()) resp.topics.push_back(DescribeTopic(t));
   } else {
     // Before v4 there is no AllowAutoTopicCreation field: the broker setting decides.
     bool allow_auto = req->api_version < 4 || request.allow_auto_topic_creation;
@@ -94,9 +94,9 @@ Status HandleMetadata(Broker& b, std::shared_ptr<Request> req, Respond respond) 
         resp.topics.push_back(std::move(t));
         continue;
       }
-      auto info = b.GetOrCreateTopic(want.name, allow_auto);
+      auto info = ctx.metadata.GetOrCreateTopic(want.name, allow_auto);
       if (info.ok()) {
-        resp.topics.push_back(DescribeTopic(b, *info));
+        resp.topics.push_back(DescribeTopic(*info));
         continue;
       }
       protocol::MetadataResponse::Topic t;
@@ -116,7 +116,7 @@ Status HandleMetadata(Broker& b, std::shared_ptr<Request> req, Respond respond) 
 
 // ---- InitProducerId ---------------------------------------------------------------------
 
-Status HandleInitProducerId(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+Status HandleInitProducerId(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::InitProducerIdRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::InitProducerIdResponse resp;
@@ -124,11 +124,11 @@ Status HandleInitProducerId(Broker& b, std::shared_ptr<Request> req, Respond res
     // Transactions are not supported: say so in a way clients treat as fatal, not retriable.
     resp.error_code = Wire(ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
   } else {
-    auto pid = b.AllocateProducerId();
+    auto pid = ctx.producer_ids.Allocate();
     if (pid.ok()) {
-      resp.producer_id = *pid;
+      resp.producer_id = pid->value();
       resp.producer_epoch = 0;
-      LogDebug("producer id " + std::to_string(*pid) + " for " + req->peer);
+      LogDebug("producer id " + std::to_string(pid->value()) + " for " + req->peer);
     } else {
       LogError("allocating a producer id: " + pid.status().ToString());
       resp.error_code = Wire(protocol::ErrorCodeFromStatus(pid.status()));

@@ -1,5 +1,6 @@
 // Produce: validate each partition's batch, check idempotent-producer sequences, append.
 #include "base/clock.h"
+#include "broker/delayed_operation.h"
 #include "broker/handlers.h"
 #include "broker/logging.h"
 #include "format/record_batch.h"
@@ -17,10 +18,12 @@ struct PartitionOutcome {
   int64_t base_offset = -1;
   int64_t log_append_time = -1;
   int64_t log_start_offset = -1;
+  Offset last_offset = kInvalidOffset;
+  std::shared_ptr<Partition> partition;  // set when the batch is in the log (or a duplicate)
 };
 
 // Validates and appends one partition's record set.
-PartitionOutcome ProducePartition(Broker& b, Request& req, const std::string& topic,
+PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::string& topic,
                                   int32_t partition, const protocol::RecordSet& records,
                                   int16_t version) {
   PartitionOutcome out;
@@ -29,17 +32,15 @@ PartitionOutcome ProducePartition(Broker& b, Request& req, const std::string& to
     out.message = std::move(m);
     return out;
   };
-  auto state_r = b.Partition(topic, partition);
-  if (!state_r.ok()) {
-    if (state_r.status().IsNotFound()) return fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "");
+  auto part_r = ctx.partitions.Get(topic, PartitionId(partition));
+  if (!part_r.ok()) {
+    if (part_r.status().IsNotFound()) return fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "");
     LogError("produce to " + topic + "-" + std::to_string(partition) + ": " +
-             state_r.status().ToString());
-    return fail(protocol::ErrorCodeFromStatus(state_r.status()), state_r.status().message());
+             part_r.status().ToString());
+    return fail(protocol::ErrorCodeFromStatus(part_r.status()), part_r.status().message());
   }
-  std::shared_ptr<PartitionState> state = *state_r;
-  auto log = state->Log();
-  if (!log) return fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "");
-  const storage::LogConfig cfg = log->config();
+  Partition& part = **part_r;
+  const storage::LogConfig cfg = part.config();
 
   std::string_view bytes = records.bytes.value_or(std::string_view());
   if (bytes.empty()) return fail(ErrorCode::CORRUPT_MESSAGE, "empty record set");
@@ -84,62 +85,91 @@ PartitionOutcome ProducePartition(Broker& b, Request& req, const std::string& to
     return fail(version >= 8 ? ErrorCode::INVALID_RECORD : ErrorCode::CORRUPT_MESSAGE, v.message());
   }
 
-  if (Status k = storage::CheckKeysForCompaction(cfg, view->bytes()); !k.ok()) {
-    return fail(version >= 8 ? ErrorCode::INVALID_RECORD : ErrorCode::CORRUPT_MESSAGE, k.message());
-  }
-
-  std::lock_guard<std::mutex> lock(state->produce_mu);
-  bool idempotent = h.producer_id >= 0 && h.base_sequence >= 0;
-  if (idempotent) {
-    ProducerBatch original;
-    switch (state->producers.Check(h.producer_id, h.producer_epoch, h.base_sequence,
-                                   h.last_sequence(), &original)) {
-      case SequenceCheck::kDuplicate:
-        // A retry of a batch already in the log: answer as the first time, append nothing.
-        out.base_offset = original.base_offset;
-        out.log_append_time = original.append_time;
-        out.log_start_offset = log->log_start_offset().value();
-        return out;
-      case SequenceCheck::kOutOfOrder:
-        return fail(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER,
-                    "sequence " + std::to_string(h.base_sequence) + " out of order for producer " +
-                        std::to_string(h.producer_id));
-      case SequenceCheck::kFenced:
-        return fail(ErrorCode::INVALID_PRODUCER_EPOCH,
-                    "producer epoch " + std::to_string(h.producer_epoch) + " is stale");
-      case SequenceCheck::kAppend:
-        break;
-    }
-  }
   // The batch is appended where it was received: the request owns its frame, and nothing
   // reads these bytes after the append patches baseOffset into them.
-  auto appended = log->Append(req.mutable_bytes(view->bytes()), view->bytes().size(), 0);
-  if (!appended.ok()) {
-    LogError("append to " + topic + "-" + std::to_string(partition) + ": " +
-             appended.status().ToString());
-    return fail(protocol::ErrorCodeFromStatus(appended.status()), appended.status().message());
-  }
-  if (idempotent) {
-    ProducerBatch pb;
-    pb.first_seq = h.base_sequence;
-    pb.last_seq = h.last_sequence();
-    pb.base_offset = appended->base_offset.value();
-    pb.last_offset = appended->last_offset.value();
-    pb.append_time = appended->log_append_time;
-    state->producers.Record(h.producer_id, h.producer_epoch, pb);
-  }
-  out.base_offset = appended->base_offset.value();
-  out.log_append_time = appended->log_append_time;
-  out.log_start_offset = log->log_start_offset().value();
+  ProduceAppend a = part.AppendFromProducer(req.mutable_bytes(view->bytes()), view->bytes().size());
+  if (a.error == ErrorCode::INVALID_RECORD && version < 8) a.error = ErrorCode::CORRUPT_MESSAGE;
+  out.error = a.error;
+  out.message = std::move(a.message);
+  out.base_offset = a.base_offset.value();
+  out.log_append_time = a.log_append_time;
+  out.log_start_offset = a.log_start_offset.value();
+  out.last_offset = a.last_offset;
+  out.partition = *part_r;
   return out;
 }
 
 }  // namespace
 
-Status HandleProduce(Broker& b, std::shared_ptr<Request> req, Respond respond) {
+namespace {
+
+// A partition of an acks=all produce whose batch is in the leader's log but not yet committed.
+struct AwaitedCommit {
+  protocol::ProduceResponse::PartitionResponse* response;
+  std::shared_ptr<Partition> partition;
+  Offset needed;  // the high watermark that commits the batch: its last offset + 1
+};
+
+// An acks=all Produce waiting until every in-sync replica has its batches (the high watermark
+// passes them) or its timeout passes: committed partitions answer as appended, the others
+// REQUEST_TIMED_OUT (the batch may still be committed later, as in Kafka).
+class DelayedProduce : public DelayedOperation {
+ public:
+  DelayedProduce(BrokerContext& ctx, std::shared_ptr<Request> req,
+                 std::unique_ptr<protocol::ProduceResponse> resp, std::vector<AwaitedCommit> waits,
+                 Respond respond)
+      : DelayedOperation(req->executor, &ctx.stopping),
+        req_(std::move(req)),
+        resp_(std::move(resp)),
+        waits_(std::move(waits)),
+        respond_(std::move(respond)) {}
+
+  void Start(int64_t timeout_ms) {
+    std::vector<std::shared_ptr<Partition>> parts;
+    for (const AwaitedCommit& w : waits_) parts.push_back(w.partition);
+    DelayedOperation::Start(std::move(parts), WatchOffset::kHighWatermark,
+                            std::max<int64_t>(timeout_ms, 0));
+  }
+
+ protected:
+  bool TryComplete(bool final) override {
+    bool all = true;
+    for (const AwaitedCommit& w : waits_) {
+      if (!w.partition->alive()) {
+        w.response->error_code = Wire(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+      } else if (w.partition->high_watermark() < w.needed) {
+        all = false;
+      }
+    }
+    if (!all && !final) return false;
+    for (const AwaitedCommit& w : waits_) {
+      if (w.response->error_code == 0 && w.partition->high_watermark() < w.needed) {
+        w.response->error_code = Wire(ErrorCode::REQUEST_TIMED_OUT);
+        w.response->base_offset = -1;
+      }
+    }
+    Respond r = std::move(respond_);
+    r(EncodeBody(*resp_, req_->api_version));
+    return true;
+  }
+  void OnCompleted() override { waits_.clear(); }
+
+ private:
+  std::shared_ptr<Request> req_;
+  std::unique_ptr<protocol::ProduceResponse> resp_;
+  std::vector<AwaitedCommit> waits_;
+  Respond respond_;
+};
+
+}  // namespace
+
+Status HandleProduce(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::ProduceRequest request;
   SILT_TRY(DecodeBody(*req, &request));
-  protocol::ProduceResponse resp;
+  auto resp_ptr = std::make_unique<protocol::ProduceResponse>();
+  protocol::ProduceResponse& resp = *resp_ptr;
+  std::vector<std::pair<size_t, size_t>> awaited_at;  // (topic, partition) response indexes
+  std::vector<AwaitedCommit> waits;
   bool acks_ok = request.acks == 0 || request.acks == 1 || request.acks == -1;
   std::string first_error;
   for (const auto& td : request.topic_data) {
@@ -155,8 +185,14 @@ Status HandleProduce(Broker& b, std::shared_ptr<Request> req, Respond respond) {
         o.error = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         o.message = "transactions are not supported";
       } else {
-        // acks=all waits for the in-sync replicas; on a single node that is this append.
-        o = ProducePartition(b, *req, td.name, pd.index, pd.records, req->api_version);
+        o = ProducePartition(ctx, *req, td.name, pd.index, pd.records, req->api_version);
+      }
+      if (request.acks == -1 && o.error == ErrorCode::NONE && o.partition &&
+          o.partition->high_watermark() <= o.last_offset) {
+        // acks=all: answered once the in-sync replicas have the batch. On a single node the
+        // high watermark has already passed it and nothing waits.
+        awaited_at.emplace_back(resp.responses.size(), tr.partition_responses.size());
+        waits.push_back(AwaitedCommit{nullptr, o.partition, o.last_offset + 1});
       }
       pr.error_code = Wire(o.error);
       pr.base_offset = o.base_offset;
@@ -183,7 +219,18 @@ Status HandleProduce(Broker& b, std::shared_ptr<Request> req, Respond respond) {
     respond(std::nullopt);
     return Status::OK();
   }
-  respond(EncodeBody(resp, req->api_version));
+  if (waits.empty()) {
+    respond(EncodeBody(resp, req->api_version));
+    return Status::OK();
+  }
+  // The response's vectors are complete now: pointers into them stay valid.
+  for (size_t i = 0; i < waits.size(); ++i) {
+    waits[i].response =
+        &resp.responses[awaited_at[i].first].partition_responses[awaited_at[i].second];
+  }
+  auto delayed = std::make_shared<DelayedProduce>(ctx, req, std::move(resp_ptr), std::move(waits),
+                                                  std::move(respond));
+  delayed->Start(request.timeout_ms);
   return Status::OK();
 }
 

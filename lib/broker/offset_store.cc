@@ -2,7 +2,8 @@
 #include "broker/offset_store.h"
 
 #include "base/clock.h"
-#include "broker/broker.h"
+#include "broker/metadata_store.h"
+#include "broker/partition_manager.h"
 #include "format/record_batch.h"
 #include "protocol/consumer_offsets.h"
 
@@ -42,24 +43,24 @@ void MemoryOffsetLog::FailNextAppend(Status s) {
 // ---- ConsumerOffsetsTopic ---------------------------------------------------------------
 
 Result<int32_t> ConsumerOffsetsTopic::PartitionCount(bool create) {
-  auto t = broker_->GetTopic(protocol::kConsumerOffsetsTopic);
-  if (t.ok()) return t->partitions;
+  auto t = metadata_->GetTopic(protocol::kConsumerOffsetsTopic);
+  if (t.ok()) return t->partition_count;
   if (!t.status().IsNotFound()) return t.status();
   if (!create) return 0;
-  auto created = broker_->CreateTopic(protocol::kConsumerOffsetsTopic, partitions_,
-                                      {{"cleanup.policy", "compact"}});
-  if (created.ok()) return created->partitions;
+  auto created = metadata_->CreateTopic(protocol::kConsumerOffsetsTopic, count_,
+                                        {{"cleanup.policy", "compact"}});
+  if (created.ok()) return created->partition_count;
   if (created.status().code() != Status::Code::kAlreadyExists) return created.status();
   // Created meanwhile by another thread.
-  SILT_ASSIGN_OR_RETURN(storage::TopicInfo t2, broker_->GetTopic(protocol::kConsumerOffsetsTopic));
-  return t2.partitions;
+  SILT_ASSIGN_OR_RETURN(TopicMetadata t2, metadata_->GetTopic(protocol::kConsumerOffsetsTopic));
+  return t2.partition_count;
 }
 
 Status ConsumerOffsetsTopic::Append(const std::string& group,
                                     const std::vector<StoredRecord>& records) {
   if (records.empty()) return Status::OK();
   SILT_ASSIGN_OR_RETURN(int32_t n, PartitionCount(/*create=*/true));
-  int32_t partition = protocol::OffsetsPartitionFor(group, n);
+  PartitionId partition(protocol::OffsetsPartitionFor(group, n));
   format::RecordBatchBuilder builder(format::RecordBatchBuilder::Options{});
   int64_t now = NowMs().value();
   for (const StoredRecord& r : records) {
@@ -67,42 +68,28 @@ Status ConsumerOffsetsTopic::Append(const std::string& group,
                 r.value ? std::optional<std::string_view>(*r.value) : std::nullopt, now);
   }
   SILT_ASSIGN_OR_RETURN(std::string batch, builder.Finish());
-  SILT_ASSIGN_OR_RETURN(std::shared_ptr<PartitionState> state,
-                        broker_->Partition(protocol::kConsumerOffsetsTopic, partition));
-  std::lock_guard<std::mutex> lock(state->produce_mu);
-  auto log = state->Log();
-  if (!log) return Status::NotFound("__consumer_offsets was deleted");
-  auto appended = log->Append(&batch);
+  SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
+                        partitions_->Get(protocol::kConsumerOffsetsTopic, partition));
+  auto appended = p->AppendInternal(&batch);
   if (!appended.ok()) return appended.status().WithContext("writing __consumer_offsets");
   return Status::OK();
 }
 
 Status ConsumerOffsetsTopic::Replay(const ReplayFn& fn) {
   SILT_ASSIGN_OR_RETURN(int32_t n, PartitionCount(/*create=*/false));
-  for (int32_t p = 0; p < n; ++p) {
-    SILT_ASSIGN_OR_RETURN(std::shared_ptr<PartitionState> state,
-                          broker_->Partition(protocol::kConsumerOffsetsTopic, p));
-    auto log = state->Log();
-    if (!log) continue;
-    Offset next = log->log_start_offset();
-    Offset end = log->log_end_offset();
-    while (next < end) {
-      SILT_ASSIGN_OR_RETURN(storage::ReadResult r, log->Read(next, 4 << 20, end, true));
-      if (r.slices.empty() || r.next_offset <= next) break;
-      SILT_ASSIGN_OR_RETURN(std::string bytes, r.ReadAll());
-      std::string_view rest = bytes;
-      while (!rest.empty()) {
-        SILT_ASSIGN_OR_RETURN(format::RecordBatchView batch, format::RecordBatchView::Parse(rest));
-        rest.remove_prefix(batch.bytes().size());
-        if (batch.header().control()) continue;
-        SILT_TRY(batch.ForEachRecord([&](const format::RecordView& rec) {
-          if (rec.key_null) return true;
-          fn(rec.key, rec.value_null ? std::nullopt : std::optional<std::string_view>(rec.value));
-          return true;
-        }));
-      }
-      next = r.next_offset;
-    }
+  for (int32_t i = 0; i < n; ++i) {
+    SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
+                          partitions_->Get(protocol::kConsumerOffsetsTopic, PartitionId(i)));
+    // Everything in the log: the coordinator wrote it (and on one node it is committed).
+    SILT_TRY(p->ForEachBatch(p->log_end_offset(), [&](std::string_view bytes) -> Status {
+      SILT_ASSIGN_OR_RETURN(format::RecordBatchView batch, format::RecordBatchView::Parse(bytes));
+      if (batch.header().control()) return Status::OK();
+      return batch.ForEachRecord([&](const format::RecordView& rec) {
+        if (rec.key_null) return true;
+        fn(rec.key, rec.value_null ? std::nullopt : std::optional<std::string_view>(rec.value));
+        return true;
+      });
+    }));
   }
   return Status::OK();
 }

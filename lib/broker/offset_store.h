@@ -18,7 +18,8 @@
 
 namespace silt::broker {
 
-class Broker;
+class MetadataStore;
+class PartitionManager;
 
 // A key and its value; no value is a tombstone.
 struct StoredRecord {
@@ -60,8 +61,8 @@ class MemoryOffsetLog : public OffsetLog {
 // existing topic keeps its own partition count, which then decides where groups live.
 class ConsumerOffsetsTopic : public OffsetLog {
  public:
-  ConsumerOffsetsTopic(Broker* broker, int32_t partitions)
-      : broker_(broker), partitions_(partitions) {}
+  ConsumerOffsetsTopic(MetadataStore* metadata, PartitionManager* partitions, int32_t count)
+      : metadata_(metadata), partitions_(partitions), count_(count) {}
   Status Append(const std::string& group, const std::vector<StoredRecord>& records) override;
   Status Replay(const ReplayFn& fn) override;
   Status Prepare() override { return PartitionCount(/*create=*/true).status(); }
@@ -71,8 +72,9 @@ class ConsumerOffsetsTopic : public OffsetLog {
   // does not exist and is not created.
   Result<int32_t> PartitionCount(bool create);
 
-  Broker* broker_;
-  int32_t partitions_;
+  MetadataStore* metadata_;
+  PartitionManager* partitions_;
+  int32_t count_;
 };
 
 }  // namespace silt::broker

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/partition_log.h"
+#include "base/file_slice.h"
 
 namespace silt::broker {
 
@@ -61,7 +61,7 @@ struct Request {
 // slice.length > 0) a range of a segment file.
 struct ResponsePart {
   std::string bytes;
-  storage::FileSlice slice;
+  FileSlice slice;
 };
 
 // A response body (after the response header, which the connection writes). Build it with
@@ -79,7 +79,7 @@ struct Response {
     if (parts.empty() || parts.back().slice.length > 0) parts.emplace_back();
     parts.back().bytes.append(bytes.data(), bytes.size());
   }
-  void AppendSlice(const storage::FileSlice& s) {
+  void AppendSlice(const FileSlice& s) {
     if (s.length > 0) parts.push_back(ResponsePart{{}, s});
   }
   int64_t size() const {

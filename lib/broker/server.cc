@@ -132,7 +132,7 @@ Result<std::unique_ptr<Server>> Server::Start(const BrokerConfig& config) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   SILT_ASSIGN_OR_RETURN(impl->broker, Broker::Open(config));
-  impl->dispatcher = std::make_unique<Dispatcher>(impl->broker.get());
+  impl->dispatcher = std::make_unique<Dispatcher>(&impl->broker->context());
   Impl* raw = impl.get();
   impl->env.dispatcher = impl->dispatcher.get();
   impl->env.max_request_bytes = config.socket_request_max_bytes;
@@ -180,7 +180,7 @@ Result<std::unique_ptr<Server>> Server::Start(const BrokerConfig& config) {
   std::string shown = bound.address().is_v6() ? "[" + impl->host + "]" : impl->host;
   LogInfo("listening on " + shown + ":" + std::to_string(impl->port) + " (advertised " +
           adv_host + ":" + std::to_string(adv_port) + ", node " + std::to_string(config.node_id) +
-          ", cluster " + impl->broker->cluster_id() + ", data dir " + config.data_dir + ", " +
+          ", cluster " + impl->broker->node().cluster_id + ", data dir " + config.data_dir + ", " +
           std::to_string(n) + " io threads)");
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/file.h"
+#include "base/file_slice.h"
 #include "base/ids.h"
 #include "base/status.h"
 #include "storage/log_config.h"
@@ -33,12 +34,8 @@ struct AppendResult {
   FilePos position{0};           // where the batch starts in its segment
 };
 
-// A range of bytes in a segment file, for sendfile(2) or pread. `file` keeps the fd open.
-struct FileSlice {
-  std::shared_ptr<const File> file;
-  int64_t position = 0;
-  int64_t length = 0;
-};
+// A range of bytes in a segment file, for sendfile(2) or pread (base/file_slice.h).
+using FileSlice = silt::FileSlice;
 
 struct ReadResult {
   std::vector<FileSlice> slices;  // whole batches, in offset order

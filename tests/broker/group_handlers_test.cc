@@ -156,10 +156,10 @@ TEST_CASE("a v0 group member joins, syncs, commits, and its offsets survive a re
   CHECK(after.groups[0].members.empty());
 
   // The group lives in partition abs(hash) % 5 of __consumer_offsets.
-  auto state = b.server->broker().Partition(protocol::kConsumerOffsetsTopic,
-                                            protocol::OffsetsPartitionFor("old-client", 5));
+  auto state = b.server->broker().partitions().Get(
+      protocol::kConsumerOffsetsTopic, PartitionId(protocol::OffsetsPartitionFor("old-client", 5)));
   REQUIRE(state.ok());
-  CHECK((*state)->Log()->log_end_offset().value() >= 3);
+  CHECK((*state)->log_end_offset().value() >= 3);
 }
 
 
@@ -175,6 +175,7 @@ TEST_CASE("a Kafka 3.7 broker's __consumer_offsets partition loads: group DEVSmi
   TestBroker b(config);
   // Create the topic as the broker would, then put Kafka's partition 6 in place of ours.
   REQUIRE(b.server->broker()
+              .metadata()
               .CreateTopic(protocol::kConsumerOffsetsTopic, 50, {{"cleanup.policy", "compact"}})
               .ok());
   REQUIRE(b.server->Shutdown().ok());

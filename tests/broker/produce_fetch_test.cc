@@ -368,7 +368,7 @@ TEST_CASE("admin APIs create, grow, trim, describe and delete topics with Kafka'
   only.topics[0].name = "dry-run";
   c.Call(only, 1, &cr);
   CHECK(cr.topics[0].error_code == 0);
-  CHECK(!b.server->broker().GetTopic("dry-run").ok());
+  CHECK(!b.server->broker().metadata().GetTopic("dry-run").ok());
 
   protocol::CreatePartitionsRequest cp;
   cp.topics.push_back({"good", 4, std::nullopt});
@@ -377,7 +377,7 @@ TEST_CASE("admin APIs create, grow, trim, describe and delete topics with Kafka'
   c.Call(cp, 1, &cpr);
   CHECK(cpr.results[0].error_code == 0);
   CHECK(cpr.results[1].error_code == 37);
-  CHECK(b.server->broker().GetTopic("good")->partitions == 4);
+  CHECK(b.server->broker().metadata().GetTopic("good")->partition_count == 4);
 
   protocol::DescribeConfigsRequest dc;
   dc.resources.push_back({2, "good", std::nullopt});
@@ -414,7 +414,7 @@ TEST_CASE("admin APIs create, grow, trim, describe and delete topics with Kafka'
   c.Call(dt, 3, &dtr);
   CHECK(dtr.responses[0].error_code == 0);
   CHECK(dtr.responses[1].error_code == 3);
-  CHECK(!b.server->broker().GetTopic("good").ok());
+  CHECK(!b.server->broker().metadata().GetTopic("good").ok());
 }
 
 TEST_CASE("the maintenance thread applies retention to closed segments") {

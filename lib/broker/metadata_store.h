@@ -1,0 +1,91 @@
+// What the broker knows of topics and where their partitions live: the metadata store
+// interface. On a single node it is the data directory (broker/local_metadata_store.h); in a
+// cluster it will be the image of the replicated metadata log, with leaders, epochs and ISRs
+// decided by the controller. Handlers ask it, never the data dir.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/ids.h"
+#include "base/status.h"
+#include "storage/log_config.h"
+
+namespace silt::storage {
+class PartitionLog;
+}
+
+namespace silt::broker {
+
+// One partition's placement: its leader, the leader's epoch, the replicas and the in-sync ones.
+struct PartitionAssignment {
+  PartitionId partition;
+  NodeId leader;
+  LeaderEpoch leader_epoch{0};
+  std::vector<NodeId> replicas;
+  std::vector<NodeId> isr;
+};
+
+struct TopicMetadata {
+  std::string name;
+  std::string topic_id;  // Kafka's Uuid in base64 (as in partition.metadata)
+  int32_t partition_count = 0;
+  std::map<std::string, std::string> configs;  // overrides only
+  std::vector<PartitionAssignment> partitions;  // index = partition id
+  bool internal = false;                        // __consumer_offsets
+};
+
+class MetadataStore {
+ public:
+  virtual ~MetadataStore() = default;
+
+  virtual std::vector<TopicMetadata> ListTopics() = 0;
+  // NotFound for a missing topic.
+  virtual Result<TopicMetadata> GetTopic(const std::string& name) = 0;
+  // Creates a topic (the store mints its id). partitions = -1: num.partitions. AlreadyExists,
+  // InvalidArgument for a bad name or config (naming the key).
+  virtual Result<TopicMetadata> CreateTopic(const std::string& name, int32_t partitions,
+                                            const std::map<std::string, std::string>& configs) = 0;
+  virtual Status DeleteTopic(const std::string& name) = 0;
+  virtual Status AddPartitions(const std::string& name, int32_t new_total) = 0;
+  // The effective config: broker defaults with the topic's overrides applied.
+  virtual Result<storage::LogConfig> TopicConfig(const std::string& name) = 0;
+  // Changes a topic's config overrides in one step: `edit` is given a copy of the current
+  // overrides to rewrite (it must not call back into the store; a non-OK Status abandons the
+  // change and is returned as is). The result is checked like any topic config
+  // (InvalidArgument naming the key) and, unless `validate_only`, stored and applied at once to
+  // the topic's open partitions. NotFound for a missing topic.
+  using ConfigEdit = std::function<Status(std::map<std::string, std::string>* overrides)>;
+  virtual Status AlterTopicConfig(const std::string& name, const ConfigEdit& edit,
+                                  bool validate_only) = 0;
+
+  // GetTopic, creating the topic with num.partitions when it is missing and both the broker
+  // (auto.create.topics.enable) and the request allow it.
+  Result<TopicMetadata> GetOrCreateTopic(const std::string& name, bool allow_auto_create);
+
+  // Called with a topic's name just before its deletion, so that whoever serves its
+  // partitions lets go of them first. One listener; set before serving.
+  void SetDeleteListener(std::function<void(const std::string& topic)> fn) {
+    on_delete_ = std::move(fn);
+  }
+
+ protected:
+  virtual bool auto_create_topics() const = 0;
+  std::function<void(const std::string&)> on_delete_;
+};
+
+// Where a partition's log comes from: the data dir on this node.
+class LogProvider {
+ public:
+  virtual ~LogProvider() = default;
+  // The open log of one partition, opened (and recovered) on first use. NotFound when the
+  // topic or partition does not exist.
+  virtual Result<std::shared_ptr<storage::PartitionLog>> OpenLog(const std::string& topic,
+                                                                 PartitionId partition) = 0;
+};
+
+}  // namespace silt::broker

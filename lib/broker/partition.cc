@@ -1,0 +1,489 @@
+// A served partition: producer checks, offsets, high watermark and watchers over one log.
+#include "broker/partition.h"
+
+#include <algorithm>
+
+#include "broker/logging.h"
+#include "format/batch_header.h"
+#include "format/record_batch.h"
+#include "storage/log_cleaner.h"
+#include "storage/partition_log.h"
+
+namespace silt::broker {
+
+using protocol::ErrorCode;
+
+namespace {
+
+// Joins the leading slices that continue one another in the same file, so a partition's records
+// go out as one sendfile(2) range. Later, non-adjacent slices are left for the next read.
+FileSlice LeadingRange(const std::vector<FileSlice>& slices) {
+  FileSlice out = slices.front();
+  for (size_t i = 1; i < slices.size(); ++i) {
+    const FileSlice& s = slices[i];
+    if (s.file.get() != out.file.get() || s.position != out.position + out.length) break;
+    out.length += s.length;
+  }
+  return out;
+}
+
+// Drops the dead registrations now and then, so a partition nobody writes to does not collect
+// them, then adds `w`.
+void AddWatcher(std::vector<std::weak_ptr<PartitionWatcher>>* v, std::weak_ptr<PartitionWatcher> w) {
+  if (v->size() >= 64) {
+    std::erase_if(*v, [](const std::weak_ptr<PartitionWatcher>& x) { return x.expired(); });
+  }
+  v->push_back(std::move(w));
+}
+
+}  // namespace
+
+Partition::Partition(std::string topic, PartitionId partition,
+                     std::shared_ptr<storage::PartitionLog> log, NodeId local, LeaderEpoch epoch)
+    : topic_(std::move(topic)),
+      partition_(partition),
+      local_(local),
+      log_(std::move(log)),
+      leader_epoch_(epoch),
+      isr_{local} {}
+
+Partition::~Partition() = default;
+
+Result<std::shared_ptr<Partition>> Partition::Open(std::string topic, PartitionId partition,
+                                                   std::shared_ptr<storage::PartitionLog> log,
+                                                   NodeId local, LeaderEpoch leader_epoch) {
+  std::shared_ptr<Partition> p(
+      new Partition(std::move(topic), partition, std::move(log), local, leader_epoch));
+  {
+    std::lock_guard<std::mutex> lock(p->produce_mu_);
+    SILT_TRY(p->RebuildProducerStateLocked());
+  }
+  // One replica: everything in the log is on every in-sync replica.
+  p->high_watermark_.store(p->log_->log_end_offset().value());
+  return p;
+}
+
+std::string Partition::name() const { return topic_ + "-" + std::to_string(partition_.value()); }
+
+bool Partition::alive() const {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  return log_ != nullptr;
+}
+
+Offset Partition::log_start_offset() const {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  return log_ ? log_->log_start_offset() : kInvalidOffset;
+}
+
+Offset Partition::log_end_offset() const {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  return log_ ? log_->log_end_offset() : kInvalidOffset;
+}
+
+Offset Partition::high_watermark() const { return Offset(high_watermark_.load()); }
+
+LeaderEpoch Partition::leader_epoch() const {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  return leader_epoch_;
+}
+
+storage::LogConfig Partition::config() const {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  return log_ ? log_->config() : storage::LogConfig{};
+}
+
+void Partition::UpdateConfig(const storage::LogConfig& config) {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  if (log_) log_->UpdateConfig(config);
+}
+
+size_t Partition::producer_count() const {
+  std::lock_guard<std::mutex> lock(produce_mu_);
+  return producers_.size();
+}
+
+Status Partition::RebuildProducerStateLocked() {
+  // Rebuilt from the batch headers in the log: the table is exactly what the log says.
+  ProducerStateTable fresh;
+  Offset next = log_->log_start_offset();
+  Offset end = log_->log_end_offset();
+  std::string hdr;
+  while (next < end) {
+    auto r = log_->Read(next, 16 << 20, end, true);
+    if (!r.ok()) return r.status();
+    if (r->slices.empty() || r->next_offset <= next) break;
+    for (const FileSlice& s : r->slices) {
+      int64_t pos = s.position;
+      int64_t limit = s.position + s.length;
+      while (pos + format::kBatchHeaderSize <= limit) {
+        SILT_TRY(s.file->PRead(pos, format::kBatchHeaderSize, &hdr));
+        if (hdr.size() < static_cast<size_t>(format::kBatchHeaderSize)) break;
+        format::BatchHeader h = format::DecodeBatchHeader(hdr);
+        if (h.size() < format::kBatchHeaderSize) break;
+        fresh.Replay(h);
+        pos += h.size();
+      }
+    }
+    next = r->next_offset;
+  }
+  producers_ = std::move(fresh);
+  return Status::OK();
+}
+
+// ---- writes -----------------------------------------------------------------------------
+
+ProduceAppend Partition::AppendFromProducer(char* batch, size_t size) {
+  ProduceAppend out;
+  auto fail = [&out](ErrorCode c, std::string m) {
+    out.error = c;
+    out.message = std::move(m);
+    return out;
+  };
+  std::string_view bytes(batch, size);
+  if (size < static_cast<size_t>(format::kBatchHeaderSize)) {
+    return fail(ErrorCode::CORRUPT_MESSAGE, "batch shorter than its header");
+  }
+  const format::BatchHeader h = format::DecodeBatchHeader(bytes);
+  {
+    std::shared_lock<std::shared_mutex> life(life_mu_);
+    if (!log_) return fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "");
+    if (Status k = storage::CheckKeysForCompaction(log_->config(), bytes); !k.ok()) {
+      return fail(ErrorCode::INVALID_RECORD, k.message());
+    }
+    std::lock_guard<std::mutex> lock(produce_mu_);
+    bool idempotent = h.producer_id >= 0 && h.base_sequence >= 0;
+    if (idempotent) {
+      ProducerBatch original;
+      switch (producers_.Check(h.producer_id, h.producer_epoch, h.base_sequence,
+                               h.last_sequence(), &original)) {
+        case SequenceCheck::kDuplicate:
+          // A retry of a batch already in the log: answer as the first time, append nothing.
+          out.base_offset = Offset(original.base_offset);
+          out.last_offset = Offset(original.last_offset);
+          out.log_append_time = original.append_time;
+          out.log_start_offset = log_->log_start_offset();
+          out.duplicate = true;
+          return out;
+        case SequenceCheck::kOutOfOrder:
+          return fail(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER,
+                      "sequence " + std::to_string(h.base_sequence) +
+                          " out of order for producer " + std::to_string(h.producer_id));
+        case SequenceCheck::kFenced:
+          return fail(ErrorCode::INVALID_PRODUCER_EPOCH,
+                      "producer epoch " + std::to_string(h.producer_epoch) + " is stale");
+        case SequenceCheck::kAppend:
+          break;
+      }
+    }
+    auto appended = log_->Append(batch, size, leader_epoch().value());
+    if (!appended.ok()) {
+      LogError("append to " + name() + ": " + appended.status().ToString());
+      return fail(protocol::ErrorCodeFromStatus(appended.status()), appended.status().message());
+    }
+    if (idempotent) {
+      ProducerBatch pb;
+      pb.first_seq = h.base_sequence;
+      pb.last_seq = h.last_sequence();
+      pb.base_offset = appended->base_offset.value();
+      pb.last_offset = appended->last_offset.value();
+      pb.append_time = appended->log_append_time;
+      producers_.Record(h.producer_id, h.producer_epoch, pb);
+    }
+    out.base_offset = appended->base_offset;
+    out.last_offset = appended->last_offset;
+    out.log_append_time = appended->log_append_time;
+    out.log_start_offset = log_->log_start_offset();
+  }
+  OnLogEndMoved();
+  return out;
+}
+
+Result<Offset> Partition::AppendInternal(std::string* batch) {
+  Offset base;
+  {
+    std::shared_lock<std::shared_mutex> life(life_mu_);
+    if (!log_) return Status::NotFound(name() + " was deleted");
+    std::lock_guard<std::mutex> lock(produce_mu_);
+    SILT_ASSIGN_OR_RETURN(storage::AppendResult r, log_->Append(batch, leader_epoch().value()));
+    base = r.base_offset;
+  }
+  OnLogEndMoved();
+  return base;
+}
+
+Result<Offset> Partition::DeleteRecordsBefore(int64_t offset, ErrorCode* error) {
+  *error = ErrorCode::NONE;
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  if (!log_) {
+    *error = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+    return Status::NotFound(name() + " was deleted");
+  }
+  Offset hw = high_watermark();
+  // -1 means "up to the high watermark"; nothing above it may be deleted (it is not committed).
+  Offset target = offset == -1 ? hw : Offset(offset);
+  if (target.value() < 0 || target > hw) {
+    *error = ErrorCode::OFFSET_OUT_OF_RANGE;
+    return Status::OutOfRange("offset " + std::to_string(offset) + " is beyond the high watermark " +
+                              std::to_string(hw.value()));
+  }
+  if (target > log_->log_start_offset()) {
+    Status s = log_->AdvanceLogStart(target);
+    if (!s.ok()) {
+      *error = protocol::ErrorCodeFromStatus(s);
+      return s;
+    }
+  }
+  return log_->log_start_offset();
+}
+
+Status Partition::TruncateTo(Offset offset) {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  if (!log_) return Status::NotFound(name() + " was deleted");
+  std::lock_guard<std::mutex> lock(produce_mu_);
+  SILT_TRY(log_->TruncateTo(offset));
+  // Producer state must describe the log as it now is: batches cut here are forgotten.
+  SILT_TRY(RebuildProducerStateLocked());
+  int64_t end = log_->log_end_offset().value();
+  std::lock_guard<std::mutex> hw(hw_mu_);
+  if (high_watermark_.load() > end) high_watermark_.store(end);
+  return Status::OK();
+}
+
+// ---- reads ------------------------------------------------------------------------------
+
+PartitionRead Partition::Read(Offset offset, int64_t max_bytes, bool min_one,
+                              ReadIsolation isolation) const {
+  PartitionRead out;
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  if (!log_) {
+    out.error = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+    return out;
+  }
+  // The high watermark first: it never passes the log end read after it.
+  out.high_watermark = high_watermark();
+  out.log_start_offset = log_->log_start_offset();
+  out.log_end_offset = log_->log_end_offset();
+  if (out.high_watermark > out.log_end_offset) out.high_watermark = out.log_end_offset;
+  if (offset < out.log_start_offset || offset > out.log_end_offset) {
+    out.error = ErrorCode::OFFSET_OUT_OF_RANGE;
+    return out;
+  }
+  Offset bound = isolation == ReadIsolation::kCommitted ? out.high_watermark : out.log_end_offset;
+  if (offset >= bound || (max_bytes <= 0 && !min_one)) return out;
+  auto r = log_->Read(offset, std::max<int64_t>(max_bytes, 0), bound, min_one);
+  if (!r.ok()) {
+    if (r.status().code() == Status::Code::kOutOfRange) {
+      out.error = ErrorCode::OFFSET_OUT_OF_RANGE;
+    } else {
+      LogError("read from " + name() + ": " + r.status().ToString());
+      out.error = protocol::ErrorCodeFromStatus(r.status());
+    }
+    return out;
+  }
+  if (!r->slices.empty()) out.records = LeadingRange(r->slices);
+  return out;
+}
+
+namespace {
+
+// The first record at or after `ts` below `bound`: (offset, timestamp), or (-1, -1).
+std::pair<int64_t, int64_t> LookupTimestamp(const storage::PartitionLog& log, int64_t ts,
+                                            Offset bound) {
+  auto off = log.OffsetForTimestamp(ts);
+  if (!off.ok() || *off >= bound) return {-1, -1};
+  // The index finds a batch; the exact record and its timestamp are inside it.
+  auto r = log.Read(*off, 1, bound, true);
+  if (r.ok()) {
+    auto bytes = r->ReadAll();
+    if (bytes.ok()) {
+      std::string_view rest = *bytes;
+      while (!rest.empty()) {
+        auto view = format::RecordBatchView::Parse(rest);
+        if (!view.ok()) break;
+        std::pair<int64_t, int64_t> found{-1, -1};
+        const format::BatchHeader& h = view->header();
+        if (h.log_append_time()) {
+          if (h.max_timestamp >= ts && h.base_offset >= off->value()) {
+            return {h.base_offset, h.max_timestamp};
+          }
+        } else {
+          Status s = view->ForEachRecord([&](const format::RecordView& rec) {
+            if (rec.offset >= off->value() && rec.timestamp >= ts) {
+              found = {rec.offset, rec.timestamp};
+              return false;
+            }
+            return true;
+          });
+          if (s.ok() && found.first >= 0) {
+            return found.first < bound.value() ? found : std::pair<int64_t, int64_t>{-1, -1};
+          }
+        }
+        rest.remove_prefix(view->bytes().size());
+      }
+    }
+  }
+  return {off->value(), ts};
+}
+
+}  // namespace
+
+OffsetAnswer Partition::ListOffset(int64_t timestamp) const {
+  constexpr int64_t kLatest = -1;
+  constexpr int64_t kEarliest = -2;
+  OffsetAnswer out;
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  if (!log_) {
+    out.error = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+    return out;
+  }
+  Offset hw = std::min(high_watermark(), log_->log_end_offset());
+  if (timestamp == kLatest) {
+    out.offset = hw;
+  } else if (timestamp == kEarliest) {
+    out.offset = log_->log_start_offset();
+  } else if (timestamp < 0) {
+    out.error = ErrorCode::UNSUPPORTED_VERSION;
+    return out;
+  } else {
+    auto [off, ts] = LookupTimestamp(*log_, timestamp, hw);
+    out.offset = Offset(off);
+    out.timestamp = ts;
+  }
+  if (out.offset.value() < 0) return out;
+  // The epoch of the leader that wrote the offset's batch (the latest epoch at the log end).
+  LeaderEpoch epoch = leader_epoch();
+  for (const auto& e : log_->LeaderEpochs()) {
+    if (e.start_offset <= out.offset) epoch = LeaderEpoch(e.epoch);
+  }
+  out.leader_epoch = epoch;
+  return out;
+}
+
+Status Partition::ForEachBatch(Offset upper_bound,
+                               const std::function<Status(std::string_view batch)>& fn) const {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  if (!log_) return Status::NotFound(name() + " was deleted");
+  Offset next = log_->log_start_offset();
+  Offset end = std::min(upper_bound, log_->log_end_offset());
+  while (next < end) {
+    SILT_ASSIGN_OR_RETURN(storage::ReadResult r, log_->Read(next, 4 << 20, end, true));
+    if (r.slices.empty() || r.next_offset <= next) break;
+    SILT_ASSIGN_OR_RETURN(std::string bytes, r.ReadAll());
+    std::string_view rest = bytes;
+    while (rest.size() >= static_cast<size_t>(format::kBatchHeaderSize)) {
+      format::BatchHeader h = format::DecodeBatchHeader(rest);
+      if (h.size() < format::kBatchHeaderSize || static_cast<size_t>(h.size()) > rest.size()) {
+        return Status::Corruption(name() + ": batch at offset " + std::to_string(h.base_offset) +
+                                  " runs past the read");
+      }
+      SILT_TRY(fn(rest.substr(0, h.size())));
+      rest.remove_prefix(h.size());
+    }
+    next = r.next_offset;
+  }
+  return Status::OK();
+}
+
+// ---- replication seam -------------------------------------------------------------------
+
+std::vector<NodeId> Partition::isr() const {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  return isr_;
+}
+
+void Partition::SetIsr(std::vector<NodeId> isr) {
+  bool moved;
+  {
+    std::lock_guard<std::mutex> lock(hw_mu_);
+    isr_ = std::move(isr);
+    moved = MaybeAdvanceHighWatermarkLocked();
+  }
+  if (moved) Notify(WatchOffset::kHighWatermark);
+}
+
+void Partition::RecordFollowerLogEnd(NodeId follower, Offset log_end) {
+  bool moved;
+  {
+    std::lock_guard<std::mutex> lock(hw_mu_);
+    auto it = std::find_if(follower_log_end_.begin(), follower_log_end_.end(),
+                           [&](const auto& e) { return e.first == follower; });
+    if (it == follower_log_end_.end()) {
+      follower_log_end_.emplace_back(follower, log_end);
+    } else {
+      it->second = log_end;
+    }
+    moved = MaybeAdvanceHighWatermarkLocked();
+  }
+  if (moved) Notify(WatchOffset::kHighWatermark);
+}
+
+bool Partition::MaybeAdvanceHighWatermarkLocked() {
+  Offset local_end = log_end_offset();
+  if (local_end.value() < 0) return false;
+  Offset hw = local_end;
+  for (NodeId n : isr_) {
+    if (n == local_) continue;
+    Offset theirs(0);
+    for (const auto& [id, end] : follower_log_end_) {
+      if (id == n) theirs = end;
+    }
+    hw = std::min(hw, theirs);
+  }
+  // The high watermark never moves back (a follower restarting reports a smaller log end).
+  if (hw.value() <= high_watermark_.load()) return false;
+  high_watermark_.store(hw.value());
+  return true;
+}
+
+void Partition::OnLogEndMoved() {
+  bool moved;
+  {
+    std::lock_guard<std::mutex> lock(hw_mu_);
+    moved = MaybeAdvanceHighWatermarkLocked();
+  }
+  Notify(WatchOffset::kLogEnd);
+  if (moved) Notify(WatchOffset::kHighWatermark);
+}
+
+// ---- delayed operations -----------------------------------------------------------------
+
+void Partition::Watch(WatchOffset which, std::weak_ptr<PartitionWatcher> w) {
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  AddWatcher(which == WatchOffset::kLogEnd ? &log_end_watchers_ : &hw_watchers_, std::move(w));
+}
+
+void Partition::Notify(WatchOffset which) {
+  std::vector<std::weak_ptr<PartitionWatcher>> ws;
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    ws.swap(which == WatchOffset::kLogEnd ? log_end_watchers_ : hw_watchers_);
+  }
+  for (auto& w : ws) {
+    if (auto p = w.lock()) p->OnPartitionChanged();
+  }
+}
+
+void Partition::WakeAll() {
+  Notify(WatchOffset::kLogEnd);
+  Notify(WatchOffset::kHighWatermark);
+}
+
+void Partition::Shutdown() {
+  {
+    std::unique_lock<std::shared_mutex> life(life_mu_);
+    log_.reset();
+  }
+  WakeAll();
+}
+
+Status Partition::MaybeFlush() {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  return log_ ? log_->MaybeFlush() : Status::OK();
+}
+
+Result<int> Partition::ApplyRetention() {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  return log_ ? log_->ApplyRetention() : Result<int>(0);
+}
+
+}  // namespace silt::broker

@@ -1,0 +1,208 @@
+// One partition as the broker serves it: the seam between the request handlers and storage.
+//
+// A Partition owns its log, the idempotent-producer state, the leader epoch, and the two
+// offsets that replication keeps apart (Kafka's names):
+//
+//   log_start_offset <= high_watermark <= log_end_offset
+//
+//   log_end_offset  the next offset this replica will assign or receive
+//   high_watermark  every record below it is on every in-sync replica ("committed"): the
+//                   most a consumer may read, and what acks=all waits for. It only moves up,
+//                   except when a truncation cuts the log below it.
+//
+// The high watermark is the minimum log end over the in-sync replicas (ISR). On a single node
+// the ISR is this node alone, so the high watermark follows the log end at every append.
+//
+// Delayed operations (a Fetch waiting for bytes, a Produce with acks=all waiting for its batch
+// to be committed) register a PartitionWatcher for the offset they care about; a registration
+// is told once, at the next move of that offset (or when the partition goes away), and must
+// register again to hear of the one after. See broker/delayed_operation.h.
+//
+// Thread-safety: every method may be called from any thread. Producer checks and the append
+// they guard run under one per-partition mutex, so the sequence checks and the offsets assigned
+// agree; reads never wait for that mutex.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/file_slice.h"
+#include "base/ids.h"
+#include "base/status.h"
+#include "broker/producer_state.h"
+#include "protocol/errors.h"
+#include "storage/log_config.h"
+
+namespace silt::storage {
+class PartitionLog;
+}
+
+namespace silt::broker {
+
+// Something waiting for a partition's log end or high watermark to move (a delayed operation).
+class PartitionWatcher {
+ public:
+  virtual ~PartitionWatcher() = default;
+  // Called on the thread that moved the offset, outside the partition's locks; must not block.
+  virtual void OnPartitionChanged() = 0;
+};
+
+// Which offset a watcher waits on: followers wait for the log end, consumers and acks=all
+// producers for the high watermark.
+enum class WatchOffset { kLogEnd, kHighWatermark };
+
+// Who is reading: a consumer sees only committed records (below the high watermark), a
+// follower (a replica fetching) everything up to the log end.
+enum class ReadIsolation { kCommitted, kLogEnd };
+
+// What a produce append did, or why it did not happen.
+struct ProduceAppend {
+  protocol::ErrorCode error = protocol::ErrorCode::NONE;
+  std::string message;
+  Offset base_offset = kInvalidOffset;
+  Offset last_offset = kInvalidOffset;
+  int64_t log_append_time = -1;       // LogAppendTime topics; -1 for CreateTime
+  Offset log_start_offset = kInvalidOffset;
+  bool duplicate = false;             // an idempotent retry answered from producer state
+};
+
+// The offsets a fetch response carries, and the record bytes of one read.
+struct PartitionRead {
+  protocol::ErrorCode error = protocol::ErrorCode::NONE;
+  Offset log_start_offset = kInvalidOffset;
+  Offset high_watermark = kInvalidOffset;
+  Offset log_end_offset = kInvalidOffset;
+  // Whole batches from the one holding the fetch offset, in one file range (adjacent slices
+  // of one segment joined; a read never spans segments so that it goes out as one sendfile).
+  std::optional<FileSlice> records;
+};
+
+// A ListOffsets answer: an offset and the timestamp and leader epoch that go with it.
+struct OffsetAnswer {
+  protocol::ErrorCode error = protocol::ErrorCode::NONE;
+  Offset offset = kInvalidOffset;
+  int64_t timestamp = -1;
+  LeaderEpoch leader_epoch = kNoLeaderEpoch;
+};
+
+class Partition {
+ public:
+  // Takes a log already opened (and recovered) by the caller, and rebuilds the producer state
+  // from it. `local` is this node; the ISR starts as {local} (a single node).
+  static Result<std::shared_ptr<Partition>> Open(std::string topic, PartitionId partition,
+                                                 std::shared_ptr<storage::PartitionLog> log,
+                                                 NodeId local, LeaderEpoch leader_epoch);
+  ~Partition();
+
+  const std::string& topic() const { return topic_; }
+  PartitionId partition() const { return partition_; }
+  std::string name() const;  // "topic-N", for log lines
+
+  Offset log_start_offset() const;
+  Offset log_end_offset() const;
+  Offset high_watermark() const;
+  LeaderEpoch leader_epoch() const;
+  // The topic config in force for this partition (a copy).
+  storage::LogConfig config() const;
+  void UpdateConfig(const storage::LogConfig& config);
+  // False once the partition is deleted or closed: every call then answers
+  // UNKNOWN_TOPIC_OR_PARTITION (or NotFound).
+  bool alive() const;
+
+  // ---- writes ----
+  // Appends one validated producer batch of `size` bytes at `batch` (patched in place: base
+  // offset and leader epoch). Checks the batch's keys against cleanup.policy=compact and the
+  // idempotent producer's sequence: a retry of one of the producer's last five batches is
+  // answered with the original offsets and appends nothing. Producer state is recorded exactly
+  // when the batch is in the log.
+  ProduceAppend AppendFromProducer(char* batch, size_t size);
+  // Appends a batch the broker built itself (group metadata, offsets), with no producer checks.
+  Result<Offset> AppendInternal(std::string* batch);
+  // Delete-records: moves the log start to `offset` (-1: the high watermark). Offsets above
+  // the high watermark are OFFSET_OUT_OF_RANGE. Returns the new log start.
+  Result<Offset> DeleteRecordsBefore(int64_t offset, protocol::ErrorCode* error);
+  // Cuts every record at or after `offset` (replication truncation); producer state is rebuilt
+  // from what is left, and the high watermark drops to the new log end if it was above it.
+  Status TruncateTo(Offset offset);
+
+  // ---- reads ----
+  // A fetch at `offset`: up to `max_bytes` (at least one whole batch when `min_one`), never
+  // past the high watermark for kCommitted. OFFSET_OUT_OF_RANGE below the log start or above
+  // the log end (a consumer between the high watermark and the log end gets no records and no
+  // error, as in Kafka).
+  PartitionRead Read(Offset offset, int64_t max_bytes, bool min_one, ReadIsolation isolation) const;
+  // ListOffsets: -1 latest (the high watermark for consumers), -2 earliest, or the first
+  // committed record whose timestamp is >= `timestamp`.
+  OffsetAnswer ListOffset(int64_t timestamp) const;
+  // Calls fn with each whole batch's bytes from the log start up to `upper_bound`
+  // (the offset store's replay, producer recovery). Stops at fn's first non-OK Status.
+  Status ForEachBatch(Offset upper_bound,
+                      const std::function<Status(std::string_view batch)>& fn) const;
+
+  // ---- replication seam ----
+  // The in-sync replicas (always including the local node while it leads).
+  std::vector<NodeId> isr() const;
+  void SetIsr(std::vector<NodeId> isr);
+  // A follower's log end, as its fetches report it; may move the high watermark.
+  void RecordFollowerLogEnd(NodeId follower, Offset log_end);
+
+  // ---- delayed operations ----
+  // Registers `w` to be told once about the next move of `which` (weakly held).
+  void Watch(WatchOffset which, std::weak_ptr<PartitionWatcher> w);
+  // Tells every registered watcher (used at shutdown and deletion).
+  void WakeAll();
+
+  // Marks the partition gone (topic deleted, broker closing): waits for calls that are using
+  // the log, lets go of it (its owner, the data dir, closes it) and wakes every watcher.
+  void Shutdown();
+  // The producer state (tests, snapshots).
+  size_t producer_count() const;
+  // Flushes the log when flush.ms has passed (periodic upkeep); retention. Internal to the
+  // partition manager.
+  Status MaybeFlush();
+  Result<int> ApplyRetention();
+
+ private:
+  Partition(std::string topic, PartitionId partition, std::shared_ptr<storage::PartitionLog> log,
+            NodeId local, LeaderEpoch epoch);
+  // Recomputes the high watermark from the ISR's log ends; returns true when it moved.
+  bool MaybeAdvanceHighWatermarkLocked();
+  // Called after the log end moved (with no lock held): moves the high watermark and tells
+  // the watchers of whichever moved.
+  void OnLogEndMoved();
+  void Notify(WatchOffset which);
+  Status RebuildProducerStateLocked();
+
+  const std::string topic_;
+  const PartitionId partition_;
+  const NodeId local_;
+
+  // Readers of log_ share this; Shutdown takes it exclusively.
+  mutable std::shared_mutex life_mu_;
+  std::shared_ptr<storage::PartitionLog> log_;
+
+  // Guards producers_ and makes check + append + record one step.
+  mutable std::mutex produce_mu_;
+  ProducerStateTable producers_;
+
+  // Guards the replication state below.
+  mutable std::mutex hw_mu_;
+  LeaderEpoch leader_epoch_;
+  std::vector<NodeId> isr_;
+  std::vector<std::pair<NodeId, Offset>> follower_log_end_;
+  std::atomic<int64_t> high_watermark_{0};
+
+  std::mutex watch_mu_;
+  std::vector<std::weak_ptr<PartitionWatcher>> log_end_watchers_;
+  std::vector<std::weak_ptr<PartitionWatcher>> hw_watchers_;
+};
+
+}  // namespace silt::broker

@@ -1,0 +1,118 @@
+// Partitions opened on first use, each under its own lock.
+#include "broker/partition_manager.h"
+
+#include "broker/logging.h"
+
+namespace silt::broker {
+
+PartitionManager::~PartitionManager() { ShutdownAll(); }
+
+Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topic,
+                                                         PartitionId partition) {
+  Key key{topic, partition.value()};
+  std::shared_ptr<Slot> slot;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (closed_) return Status::InvalidArgument("the broker is shutting down");
+    auto it = slots_.find(key);
+    if (it != slots_.end()) {
+      slot = it->second;
+      // The common case: open already. Read under the slot's lock only when it may not be.
+    }
+  }
+  if (!slot) {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    if (closed_) return Status::InvalidArgument("the broker is shutting down");
+    auto& s = slots_[key];
+    if (!s) s = std::make_shared<Slot>();
+    slot = s;
+  }
+  std::lock_guard<std::mutex> open(slot->open_mu);
+  if (slot->partition && slot->partition->alive()) return slot->partition;
+  SILT_ASSIGN_OR_RETURN(std::shared_ptr<storage::PartitionLog> log,
+                        logs_->OpenLog(topic, partition));
+  SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
+                        Partition::Open(topic, partition, std::move(log), local_, LeaderEpoch(0)));
+  {
+    // A shutdown that ran while the partition opened must not miss it.
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (closed_) {
+      p->Shutdown();
+      return Status::InvalidArgument("the broker is shutting down");
+    }
+  }
+  slot->partition = p;
+  return p;
+}
+
+std::vector<std::shared_ptr<Partition>> PartitionManager::Opened() const {
+  std::vector<std::shared_ptr<Slot>> slots;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    for (const auto& [k, s] : slots_) slots.push_back(s);
+  }
+  std::vector<std::shared_ptr<Partition>> out;
+  for (auto& s : slots) {
+    std::lock_guard<std::mutex> open(s->open_mu);
+    if (s->partition) out.push_back(s->partition);
+  }
+  return out;
+}
+
+void PartitionManager::RemoveTopic(const std::string& topic) {
+  std::vector<std::shared_ptr<Slot>> removed;
+  {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    for (auto it = slots_.begin(); it != slots_.end();) {
+      if (it->first.topic == topic) {
+        removed.push_back(it->second);
+        it = slots_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& s : removed) {
+    std::lock_guard<std::mutex> open(s->open_mu);
+    if (s->partition) s->partition->Shutdown();
+    s->partition.reset();
+  }
+}
+
+int PartitionManager::Maintain(bool retention) {
+  int deleted = 0;
+  for (auto& p : Opened()) {
+    Status f = p->MaybeFlush();
+    if (!f.ok()) LogError("flush of " + p->name() + ": " + f.ToString());
+    if (!retention) continue;
+    auto n = p->ApplyRetention();
+    if (!n.ok()) {
+      LogError("retention on " + p->name() + ": " + n.status().ToString());
+    } else if (*n > 0) {
+      LogInfo("retention deleted " + std::to_string(*n) + " segment(s) of " + p->name() +
+              "; log start now " + std::to_string(p->log_start_offset().value()));
+      deleted += *n;
+    }
+  }
+  return deleted;
+}
+
+void PartitionManager::WakeAll() {
+  for (auto& p : Opened()) p->WakeAll();
+}
+
+void PartitionManager::ShutdownAll() {
+  std::unordered_map<Key, std::shared_ptr<Slot>, KeyHash> slots;
+  {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    closed_ = true;
+    slots.swap(slots_);
+  }
+  for (auto& [k, s] : slots) {
+    std::lock_guard<std::mutex> open(s->open_mu);
+    if (s->partition) s->partition->Shutdown();
+    s->partition.reset();
+  }
+}
+
+}  // namespace silt::broker

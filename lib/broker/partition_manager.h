@@ -1,0 +1,66 @@
+// The partitions this node serves, opened on first use.
+//
+// Opening a partition (its log's recovery, then its producer state) happens outside the
+// manager's lock, under a lock of that partition alone: a request for one partition never
+// waits for another partition's first touch.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/ids.h"
+#include "base/status.h"
+#include "broker/metadata_store.h"
+#include "broker/partition.h"
+
+namespace silt::broker {
+
+class PartitionManager {
+ public:
+  PartitionManager(LogProvider* logs, NodeId local) : logs_(logs), local_(local) {}
+  ~PartitionManager();
+
+  // The partition, opening it on first use. NotFound for a missing topic or partition;
+  // InvalidArgument once the manager is shut down.
+  Result<std::shared_ptr<Partition>> Get(const std::string& topic, PartitionId partition);
+  // Every partition opened so far.
+  std::vector<std::shared_ptr<Partition>> Opened() const;
+  // Lets go of a topic's partitions (before its deletion): later Gets open them afresh.
+  void RemoveTopic(const std::string& topic);
+
+  // Periodic upkeep: time-based flushes (flush.ms); with `retention`, deletes segments past
+  // retention. Returns the number of segments deleted.
+  int Maintain(bool retention);
+  // Wakes every delayed operation (the broker is stopping).
+  void WakeAll();
+  // Shuts every partition down; later Gets fail.
+  void ShutdownAll();
+
+ private:
+  struct Slot {
+    std::mutex open_mu;  // held while the partition opens
+    std::shared_ptr<Partition> partition;
+  };
+  struct Key {
+    std::string topic;
+    int32_t partition;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<std::string>()(k.topic) * 31 + std::hash<int32_t>()(k.partition);
+    }
+  };
+
+  LogProvider* logs_;
+  const NodeId local_;
+  mutable std::shared_mutex mu_;  // guards slots_ and closed_
+  std::unordered_map<Key, std::shared_ptr<Slot>, KeyHash> slots_;
+  bool closed_ = false;
+};
+
+}  // namespace silt::broker
