@@ -393,16 +393,18 @@ std::vector<NodeId> Partition::isr() const {
 
 void Partition::SetIsr(std::vector<NodeId> isr) {
   bool moved;
+  Offset local_end = log_end_offset();  // before hw_mu_: see MaybeAdvanceHighWatermarkLocked
   {
     std::lock_guard<std::mutex> lock(hw_mu_);
     isr_ = std::move(isr);
-    moved = MaybeAdvanceHighWatermarkLocked();
+    moved = MaybeAdvanceHighWatermarkLocked(local_end);
   }
   if (moved) Notify(WatchOffset::kHighWatermark);
 }
 
 void Partition::RecordFollowerLogEnd(NodeId follower, Offset log_end) {
   bool moved;
+  Offset local_end = log_end_offset();  // before hw_mu_: see MaybeAdvanceHighWatermarkLocked
   {
     std::lock_guard<std::mutex> lock(hw_mu_);
     auto it = std::find_if(follower_log_end_.begin(), follower_log_end_.end(),
@@ -412,13 +414,12 @@ void Partition::RecordFollowerLogEnd(NodeId follower, Offset log_end) {
     } else {
       it->second = log_end;
     }
-    moved = MaybeAdvanceHighWatermarkLocked();
+    moved = MaybeAdvanceHighWatermarkLocked(local_end);
   }
   if (moved) Notify(WatchOffset::kHighWatermark);
 }
 
-bool Partition::MaybeAdvanceHighWatermarkLocked() {
-  Offset local_end = log_end_offset();
+bool Partition::MaybeAdvanceHighWatermarkLocked(Offset local_end) {
   if (local_end.value() < 0) return false;
   Offset hw = local_end;
   for (NodeId n : isr_) {
@@ -437,9 +438,10 @@ bool Partition::MaybeAdvanceHighWatermarkLocked() {
 
 void Partition::OnLogEndMoved() {
   bool moved;
+  Offset local_end = log_end_offset();  // before hw_mu_: see MaybeAdvanceHighWatermarkLocked
   {
     std::lock_guard<std::mutex> lock(hw_mu_);
-    moved = MaybeAdvanceHighWatermarkLocked();
+    moved = MaybeAdvanceHighWatermarkLocked(local_end);
   }
   Notify(WatchOffset::kLogEnd);
   if (moved) Notify(WatchOffset::kHighWatermark);

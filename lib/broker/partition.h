@@ -173,8 +173,11 @@ class Partition {
  private:
   Partition(std::string topic, PartitionId partition, std::shared_ptr<storage::PartitionLog> log,
             NodeId local, LeaderEpoch epoch);
-  // Recomputes the high watermark from the ISR's log ends; returns true when it moved.
-  bool MaybeAdvanceHighWatermarkLocked();
+  // Recomputes the high watermark from the ISR's log ends (`local_end` is this replica's);
+  // returns true when it moved. Called with hw_mu_ held; callers read `local_end` before taking it,
+  // as the lock order is life_mu_ before hw_mu_ (an end read a moment early only delays the
+  // high watermark to the next call).
+  bool MaybeAdvanceHighWatermarkLocked(Offset local_end);
   // Called after the log end moved (with no lock held): moves the high watermark and tells
   // the watchers of whichever moved.
   void OnLogEndMoved();
