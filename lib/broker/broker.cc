@@ -4,6 +4,7 @@
 #include <random>
 
 #include "base/file.h"
+#include "base/random.h"
 #include "broker/group_coordinator.h"
 #include "broker/logging.h"
 #include "broker/offset_store.h"
@@ -209,7 +210,7 @@ Result<storage::TopicInfo> Broker::GetOrCreateTopic(const std::string& name,
   if (t.ok() || !t.status().IsNotFound() || !allow_auto_create || !config_.auto_create_topics) {
     return t;
   }
-  auto created = dir_->CreateTopic(name, config_.num_partitions, {});
+  auto created = dir_->CreateTopic(name, NewTopicId(), config_.num_partitions, {});
   if (created.ok()) {
     LogInfo("auto-created topic " + name + " with " + std::to_string(config_.num_partitions) +
             " partition(s)");
@@ -220,7 +221,7 @@ Result<storage::TopicInfo> Broker::GetOrCreateTopic(const std::string& name,
 Result<storage::TopicInfo> Broker::CreateTopic(const std::string& name, int32_t partitions,
                                                const std::map<std::string, std::string>& configs) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto t = dir_->CreateTopic(name, partitions, configs);
+  auto t = dir_->CreateTopic(name, NewTopicId(), partitions, configs);
   if (t.ok()) {
     LogInfo("created topic " + name + " with " + std::to_string(partitions) + " partition(s)");
   }
