@@ -303,6 +303,13 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
   }
   if (!options.read_only)
     for (const std::string& n : orphans) SILT_TRY(RemoveFile(JoinPath(dir, n)));
+  // A snapshot write cut short by a crash leaves its temp file (see WriteFileAtomic).
+  const std::string snapshot_tmp = std::string(format::kSnapshotSuffix) + ".tmp";
+  if (!options.read_only)
+    for (const std::string& n : names)
+      if (n.size() > snapshot_tmp.size() &&
+          n.compare(n.size() - snapshot_tmp.size(), snapshot_tmp.size(), snapshot_tmp) == 0)
+        SILT_TRY(RemoveFile(JoinPath(dir, n)));
 
   // Segments wholly below the recovery point were flushed; after a clean shutdown all were.
   size_t first_unflushed = 0;

@@ -465,9 +465,11 @@ TEST_CASE("open deletes snapshots above the log end, and nothing reads them as s
   TouchSnapshot(dir, 4);
   TouchSnapshot(dir, 6);
   TouchSnapshot(dir, 9);
+  WriteBytes(dir / (SegName(6, ".snapshot") + ".tmp"), "half written");
   auto log = OpenLog(dir.path(), cfg);
   CHECK(log->log_end_offset() == Offset(6));
   CHECK(SnapshotsIn(dir) == std::vector<int64_t>{4, 6});
+  CHECK(!PathExists(dir / (SegName(6, ".snapshot") + ".tmp")));
   CHECK(log->Segments().size() == 1);
 }
 
