@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 
+#include "base/random.h"
 #include "client/admin.h"
 #include "client/cluster.h"
 #include "client/table.h"
@@ -55,7 +56,7 @@ int Create(const GlobalOptions& g, const TopicArgs& a) {
   if (a.partitions < 1) return Fail("--partitions must be at least 1");
   auto dir = OpenDataDir(g, true);
   if (!dir.ok()) return Fail(dir.status());
-  auto info = (*dir)->CreateTopic(a.name, a.partitions, *configs);
+  auto info = (*dir)->CreateTopic(a.name, NewTopicId(), a.partitions, *configs);
   if (!info.ok()) return Fail(info.status());
   Status st = (*dir)->Close();
   if (!st.ok()) return Fail(st);

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 
 namespace silt {
 namespace {
@@ -24,9 +26,34 @@ size_t TakeBudget(size_t want) {
   return allowed;
 }
 
+// The fault hook: a flag read on every operation, so that production pays one relaxed load.
+std::atomic<bool> g_fault_set{false};
+std::mutex g_fault_mu;
+std::shared_ptr<FileFaultHook> g_fault_hook;
+
+Status Fault(FileOp op, const std::string& path) {
+  if (!g_fault_set.load(std::memory_order_relaxed)) return Status::OK();
+  std::shared_ptr<FileFaultHook> hook;
+  {
+    std::lock_guard l(g_fault_mu);
+    hook = g_fault_hook;
+  }
+  return hook && *hook ? (*hook)(op, path) : Status::OK();
+}
+
 }  // namespace
 
 void SetWriteBudgetForTesting(int64_t budget) { g_write_budget.store(budget); }
+
+void SetFileFaultHookForTesting(FileFaultHook hook) {
+  std::lock_guard l(g_fault_mu);
+  g_fault_hook = hook ? std::make_shared<FileFaultHook>(std::move(hook)) : nullptr;
+  g_fault_set.store(g_fault_hook != nullptr);
+}
+
+Status InjectedFault(int err, const std::string& what, const std::string& path) {
+  return Status::FromErrno(what + " " + path, err);
+}
 
 File::~File() {
   if (fd_ >= 0) ::close(fd_);
@@ -61,6 +88,7 @@ Result<File> File::Open(const std::string& path, Mode mode) {
 }
 
 Status File::PWrite(int64_t offset, std::string_view data) {
+  SILT_TRY(Fault(FileOp::kWrite, path_));
   const char* p = data.data();
   size_t left = data.size();
   while (left > 0) {
@@ -102,11 +130,13 @@ Result<int64_t> File::Size() const {
 }
 
 Status File::Truncate(int64_t size) {
+  SILT_TRY(Fault(FileOp::kTruncate, path_));
   if (::ftruncate(fd_, size) != 0) return Status::FromErrno("truncate " + path_, errno);
   return Status::OK();
 }
 
 Status File::Sync() {
+  SILT_TRY(Fault(FileOp::kSync, path_));
   if (::fdatasync(fd_) != 0) return Status::FromErrno("fsync " + path_, errno);
   return Status::OK();
 }
@@ -128,6 +158,7 @@ Result<std::string> ReadFile(const std::string& path) {
 }
 
 Status SyncDir(const std::string& dir) {
+  SILT_TRY(Fault(FileOp::kSyncDir, dir));
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno("open " + dir, errno);
   int r = ::fsync(fd);
@@ -150,7 +181,10 @@ Status WriteFileAtomic(const std::string& path, std::string_view data) {
     }
     SILT_TRY(f.Close());
   }
-  SILT_TRY(RenameFile(tmp, path));
+  if (Status s = RenameFile(tmp, path); !s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
   std::string dir = DirName(path);
   return SyncDir(dir.empty() ? "." : dir);
 }
@@ -187,6 +221,7 @@ Result<std::vector<std::string>> ListDir(const std::string& dir) {
 }
 
 Status RemoveFile(const std::string& path) {
+  SILT_TRY(Fault(FileOp::kRemove, path));
   if (::unlink(path.c_str()) != 0) return Status::FromErrno("unlink " + path, errno);
   return Status::OK();
 }
@@ -199,6 +234,7 @@ Status RemoveAll(const std::string& path) {
 }
 
 Status RenameFile(const std::string& from, const std::string& to) {
+  SILT_TRY(Fault(FileOp::kRename, from));
   if (::rename(from.c_str(), to.c_str()) != 0)
     return Status::FromErrno("rename " + from + " to " + to, errno);
   return Status::OK();

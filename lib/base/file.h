@@ -2,11 +2,13 @@
 // layer needs. Every failure is a Status that names the path and the errno text; ENOSPC becomes
 // Status::NoSpace so callers can tell a full disk from other I/O errors.
 //
-// A process-wide fault hook lets tests make writes fail as a full disk would (part of the bytes
-// written, then ENOSPC), without mounting anything.
+// Two process-wide fault hooks let tests make the file system fail without mounting anything:
+// a write budget (writes fail as on a full disk: part of the bytes written, then ENOSPC), and a
+// per-operation hook that can fail any write, fsync, truncate, rename, unlink or directory fsync.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,5 +73,22 @@ std::string DirName(std::string_view path);
 // behave as on a full disk: the bytes that fit are written and the call fails with ENOSPC.
 // A negative budget disables the fault.
 void SetWriteBudgetForTesting(int64_t budget);
+
+// The operations the fault hook below can fail.
+enum class FileOp {
+  kWrite,     // File::PWrite (path of the file)
+  kSync,      // File::Sync
+  kTruncate,  // File::Truncate
+  kRename,    // RenameFile (path = the source), and the rename inside WriteFileAtomic
+  kRemove,    // RemoveFile (unlink)
+  kSyncDir,   // SyncDir (path = the directory)
+};
+// Test hook: when set, called before each operation above with its kind and path; a non-OK
+// result makes the operation fail with that Status without doing anything. The hook may be
+// called from any thread, concurrently. Pass nullptr to remove it.
+using FileFaultHook = std::function<Status(FileOp op, const std::string& path)>;
+void SetFileFaultHookForTesting(FileFaultHook hook);
+// An errno-style Status for a fault hook to return, e.g. InjectedFault(EIO, "fsync", path).
+Status InjectedFault(int err, const std::string& what, const std::string& path);
 
 }  // namespace silt

@@ -57,7 +57,4 @@ Response EncodeBody(const Msg& msg, int16_t version) {
 
 inline int16_t Wire(protocol::ErrorCode c) { return protocol::ToWire(c); }
 
-// Kafka's topic name rules: 1..249 characters of [a-zA-Z0-9._-], not "." or "..".
-bool ValidTopicName(const std::string& name, std::string* why);
-
 }  // namespace silt::broker

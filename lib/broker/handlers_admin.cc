@@ -1,6 +1,7 @@
 // CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords, DescribeConfigs.
 #include <set>
 
+#include "base/topic_name.h"
 #include "broker/handlers.h"
 #include "broker/logging.h"
 #include "protocol/messages.h"
@@ -58,8 +59,8 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
     }
     if (seen[t.name] > 1) {
       fail(ErrorCode::INVALID_REQUEST, "topic " + t.name + " appears more than once");
-    } else if (!ValidTopicName(t.name, &why)) {
-      fail(ErrorCode::INVALID_TOPIC_EXCEPTION, why);
+    } else if (Status name_ok = ValidateTopicName(t.name); !name_ok.ok()) {
+      fail(ErrorCode::INVALID_TOPIC_EXCEPTION, name_ok.message());
     } else if (!t.assignments.empty() &&
                (t.num_partitions != -1 || t.replication_factor != -1)) {
       fail(ErrorCode::INVALID_REQUEST,

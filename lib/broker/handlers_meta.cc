@@ -1,4 +1,5 @@
 // ApiVersions, Metadata and InitProducerId.
+#include "base/topic_name.h"
 #include "broker/dispatch.h"
 #include "broker/handlers.h"
 #include "broker/logging.h"
@@ -8,26 +9,6 @@
 namespace silt::broker {
 
 using protocol::ErrorCode;
-
-bool ValidTopicName(const std::string& name, std::string* why) {
-  if (name.empty() || name.size() > 249) {
-    *why = "topic name must be 1 to 249 characters";
-    return false;
-  }
-  if (name == "." || name == "..") {
-    *why = "topic name cannot be '.' or '..'";
-    return false;
-  }
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-';
-    if (!ok) {
-      *why = "topic name '" + name + "' has characters outside [a-zA-Z0-9._-]";
-      return false;
-    }
-  }
-  return true;
-}
 
 // ---- ApiVersions ------------------------------------------------------------------------
 
@@ -86,8 +67,7 @@ Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond 
     // Before v4 there is no AllowAutoTopicCreation field: the broker setting decides.
     bool allow_auto = req->api_version < 4 || request.allow_auto_topic_creation;
     for (const auto& want : *request.topics) {
-      std::string why;
-      if (!ValidTopicName(want.name, &why)) {
+      if (!ValidateTopicName(want.name).ok()) {
         protocol::MetadataResponse::Topic t;
         t.name = want.name;
         t.error_code = Wire(ErrorCode::INVALID_TOPIC_EXCEPTION);

@@ -1,6 +1,7 @@
 // The data directory as the broker's metadata store.
 #include "broker/local_metadata_store.h"
 
+#include "base/random.h"
 #include "broker/logging.h"
 #include "protocol/consumer_offsets.h"
 #include "storage/data_dir.h"
@@ -83,7 +84,7 @@ Result<TopicMetadata> LocalMetadataStore::CreateTopic(
     const std::string& name, int32_t partitions, const std::map<std::string, std::string>& configs) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!dir_) return Status::InvalidArgument("the broker is closed");
-  SILT_ASSIGN_OR_RETURN(storage::TopicInfo t, dir_->CreateTopic(name, partitions, configs));
+  SILT_ASSIGN_OR_RETURN(storage::TopicInfo t, dir_->CreateTopic(name, NewTopicId(), partitions, configs));
   LogInfo("created topic " + name + " with " + std::to_string(t.partitions) + " partition(s)");
   return Describe(t, local_);
 }

@@ -1,8 +1,7 @@
 // meta.properties and silt-producer-ids: the node's identity and its producer id counter.
-#include <map>
-#include <random>
-
 #include "base/file.h"
+#include "base/properties.h"
+#include "base/random.h"
 #include "broker/node.h"
 #include "broker/producer_ids.h"
 
@@ -12,32 +11,6 @@ namespace {
 constexpr const char* kMetaFile = "meta.properties";
 constexpr const char* kProducerIdFile = "silt-producer-ids";
 constexpr int64_t kProducerIdBlock = 1000;
-
-std::string NewClusterId() {
-  // 16 random bytes in URL-safe base64 without padding: the shape of Kafka's cluster ids.
-  static const char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::random_device rd;
-  std::string out;
-  for (int i = 0; i < 22; ++i) out.push_back(kAlphabet[rd() % 64]);
-  return out;
-}
-
-std::map<std::string, std::string> ParseProperties(const std::string& text) {
-  std::map<std::string, std::string> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    std::string line = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    if (line.empty() || line[0] == '#') continue;
-    size_t eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    out[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return out;
-}
 
 }  // namespace
 

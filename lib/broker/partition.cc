@@ -2,8 +2,10 @@
 #include "broker/partition.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "broker/logging.h"
+#include "broker/producer_recovery.h"
 #include "format/batch_header.h"
 #include "format/record_batch.h"
 #include "storage/log_cleaner.h"
@@ -44,6 +46,7 @@ Partition::Partition(std::string topic, PartitionId partition,
       partition_(partition),
       local_(local),
       log_(std::move(log)),
+      log_dir_(log_->dir()),
       leader_epoch_(epoch),
       isr_{local} {}
 
@@ -60,6 +63,18 @@ Result<std::shared_ptr<Partition>> Partition::Open(std::string topic, PartitionI
   }
   // One replica: everything in the log is on every in-sync replica.
   p->high_watermark_.store(p->log_->log_end_offset().value());
+  // A snapshot of the producer state at each new segment, so that recovery replays only the
+  // tail. Rolls happen inside this partition's appends, on the appending thread, which holds
+  // produce_mu_: the table is read there without taking it again (and is then exactly the
+  // state of the offsets below the new segment). A roll from any other thread (none today)
+  // is skipped; a missing snapshot only makes recovery replay more.
+  std::weak_ptr<Partition> weak = p;
+  p->log_->SetRollListener([weak](Offset base) {
+    auto self = weak.lock();
+    if (!self || self->append_thread_.load() != std::this_thread::get_id()) return;
+    Status s = self->producers_.WriteSnapshot(self->log_dir_, base);
+    if (!s.ok()) LogWarn("producer snapshot of " + self->name() + ": " + s.ToString());
+  });
   return p;
 }
 
@@ -103,31 +118,40 @@ size_t Partition::producer_count() const {
 }
 
 Status Partition::RebuildProducerStateLocked() {
-  // Rebuilt from the batch headers in the log: the table is exactly what the log says.
+  // The newest good snapshot at or below the log end, then the batch headers after it: the
+  // table is exactly what the log says.
   ProducerStateTable fresh;
-  Offset next = log_->log_start_offset();
-  Offset end = log_->log_end_offset();
-  std::string hdr;
-  while (next < end) {
-    auto r = log_->Read(next, 16 << 20, end, true);
-    if (!r.ok()) return r.status();
-    if (r->slices.empty() || r->next_offset <= next) break;
-    for (const FileSlice& s : r->slices) {
-      int64_t pos = s.position;
-      int64_t limit = s.position + s.length;
-      while (pos + format::kBatchHeaderSize <= limit) {
-        SILT_TRY(s.file->PRead(pos, format::kBatchHeaderSize, &hdr));
-        if (hdr.size() < static_cast<size_t>(format::kBatchHeaderSize)) break;
-        format::BatchHeader h = format::DecodeBatchHeader(hdr);
-        if (h.size() < format::kBatchHeaderSize) break;
-        fresh.Replay(h);
-        pos += h.size();
-      }
-    }
-    next = r->next_offset;
-  }
+  ProducerRecoveryReport report;
+  SILT_TRY(RebuildProducerState(*log_, &fresh, &report));
+  for (const Status& s : report.ignored) LogWarn(name() + ": " + s.ToString());
   producers_ = std::move(fresh);
   return Status::OK();
+}
+
+Status Partition::WriteProducerSnapshot() {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  if (!log_ || offline_.load()) return Status::OK();
+  std::lock_guard<std::mutex> lock(produce_mu_);
+  return producers_.WriteSnapshot(log_dir_, log_->log_end_offset());
+}
+
+// Called with produce_mu_ held around one append to the log.
+template <typename Fn>
+auto Partition::AppendingThread(Fn&& fn) {
+  append_thread_.store(std::this_thread::get_id());
+  auto r = fn();
+  append_thread_.store(std::thread::id());
+  return r;
+}
+
+Status Partition::TakeOfflineAfter(const Status& flush_error) {
+  // The batch is in the log but the fsync that should make it durable failed: after such a
+  // failure the kernel may have dropped the dirty pages, so nothing written since the last good
+  // flush can be trusted. As Kafka does with a failed log directory, the partition stops
+  // serving until a restart, whose recovery rescans from the last good recovery point.
+  offline_.store(true);
+  LogError(name() + " is offline until restart: " + flush_error.ToString());
+  return Status::IOError(name() + " is offline after a failed flush: " + flush_error.message());
 }
 
 // ---- writes -----------------------------------------------------------------------------
@@ -150,6 +174,7 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size) {
     if (Status k = storage::CheckKeysForCompaction(log_->config(), bytes); !k.ok()) {
       return fail(ErrorCode::INVALID_RECORD, k.message());
     }
+    if (offline_.load()) return fail(ErrorCode::KAFKA_STORAGE_ERROR, name() + " is offline");
     std::lock_guard<std::mutex> lock(produce_mu_);
     bool idempotent = h.producer_id >= 0 && h.base_sequence >= 0;
     if (idempotent) {
@@ -175,7 +200,8 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size) {
           break;
       }
     }
-    auto appended = log_->Append(batch, size, leader_epoch().value());
+    int32_t epoch = leader_epoch().value();
+    auto appended = AppendingThread([&] { return log_->Append(batch, size, epoch); });
     if (!appended.ok()) {
       LogError("append to " + name() + ": " + appended.status().ToString());
       return fail(protocol::ErrorCodeFromStatus(appended.status()), appended.status().message());
@@ -187,7 +213,13 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size) {
       pb.base_offset = appended->base_offset.value();
       pb.last_offset = appended->last_offset.value();
       pb.append_time = appended->log_append_time;
+      pb.max_timestamp = appended->log_append_time >= 0 ? appended->log_append_time : h.max_timestamp;
       producers_.Record(h.producer_id, h.producer_epoch, pb);
+    }
+    if (!appended->flush_error.ok()) {
+      // In the log (and in producer state, so a retry is not appended twice), but not durable.
+      Status s = TakeOfflineAfter(appended->flush_error);
+      return fail(ErrorCode::KAFKA_STORAGE_ERROR, s.message());
     }
     out.base_offset = appended->base_offset;
     out.last_offset = appended->last_offset;
@@ -203,9 +235,13 @@ Result<Offset> Partition::AppendInternal(std::string* batch) {
   {
     std::shared_lock<std::shared_mutex> life(life_mu_);
     if (!log_) return Status::NotFound(name() + " was deleted");
+    if (offline_.load()) return Status::IOError(name() + " is offline");
     std::lock_guard<std::mutex> lock(produce_mu_);
-    SILT_ASSIGN_OR_RETURN(storage::AppendResult r, log_->Append(batch, leader_epoch().value()));
+    int32_t epoch = leader_epoch().value();
+    SILT_ASSIGN_OR_RETURN(storage::AppendResult r,
+                          AppendingThread([&] { return log_->Append(batch, epoch); }));
     base = r.base_offset;
+    if (!r.flush_error.ok()) return TakeOfflineAfter(r.flush_error);
   }
   OnLogEndMoved();
   return base;
@@ -257,6 +293,10 @@ PartitionRead Partition::Read(Offset offset, int64_t max_bytes, bool min_one,
   std::shared_lock<std::shared_mutex> life(life_mu_);
   if (!log_) {
     out.error = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+    return out;
+  }
+  if (offline_.load()) {
+    out.error = ErrorCode::KAFKA_STORAGE_ERROR;
     return out;
   }
   // The high watermark first: it never passes the log end read after it.

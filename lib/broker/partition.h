@@ -32,6 +32,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "base/file_slice.h"
@@ -165,6 +166,11 @@ class Partition {
   void Shutdown();
   // The producer state (tests, snapshots).
   size_t producer_count() const;
+  // Writes a producer-state snapshot at the log end (clean shutdown), so that the next start
+  // replays nothing.
+  Status WriteProducerSnapshot();
+  // True after a failed flush: writes and reads answer KAFKA_STORAGE_ERROR until a restart.
+  bool offline() const { return offline_.load(); }
   // Flushes the log when flush.ms has passed (periodic upkeep); retention. Internal to the
   // partition manager.
   Status MaybeFlush();
@@ -183,6 +189,11 @@ class Partition {
   void OnLogEndMoved();
   void Notify(WatchOffset which);
   Status RebuildProducerStateLocked();
+  // Runs one log append (fn) marked as this partition's appending thread, for the roll
+  // listener.
+  template <typename Fn>
+  auto AppendingThread(Fn&& fn);
+  Status TakeOfflineAfter(const Status& flush_error);
 
   const std::string topic_;
   const PartitionId partition_;
@@ -191,6 +202,9 @@ class Partition {
   // Readers of log_ share this; Shutdown takes it exclusively.
   mutable std::shared_mutex life_mu_;
   std::shared_ptr<storage::PartitionLog> log_;
+  const std::string log_dir_;
+  std::atomic<bool> offline_{false};
+  std::atomic<std::thread::id> append_thread_{};
 
   // Guards producers_ and makes check + append + record one step.
   mutable std::mutex produce_mu_;

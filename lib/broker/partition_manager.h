@@ -37,7 +37,7 @@ class PartitionManager {
   int Maintain(bool retention);
   // Wakes every delayed operation (the broker is stopping).
   void WakeAll();
-  // Shuts every partition down; later Gets fail.
+  // Shuts every partition down (writing each one's producer snapshot); later Gets fail.
   void ShutdownAll();
 
  private:

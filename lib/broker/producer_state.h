@@ -11,13 +11,21 @@
 //   - a producer the partition has no state for (new, or expired by retention) may start at any
 //     sequence;
 //   - a rejected batch never changes the state.
+//
+// The table survives restarts in Kafka's producer-state snapshot files, `<20-digit
+// offset>.snapshot` in the partition directory (layout in format/producer_snapshot.h): the
+// state after every batch below that offset. broker/producer_recovery.h rebuilds a table from
+// the latest good snapshot plus the batches after it.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "base/ids.h"
+#include "base/status.h"
 #include "format/batch_header.h"
 
 namespace silt::broker {
@@ -30,12 +38,18 @@ struct ProducerBatch {
   int64_t base_offset = 0;
   int64_t last_offset = 0;
   int64_t append_time = -1;  // log append time answered to a duplicate (-1: CreateTime)
+  int64_t max_timestamp = -1;  // the batch's max timestamp (the snapshot's `timestamp`)
+  bool operator==(const ProducerBatch&) const = default;
 };
 
 struct ProducerEntry {
   int16_t epoch = -1;
   std::deque<ProducerBatch> batches;  // oldest first, at most kProducerBatchesKept
+  bool operator==(const ProducerEntry&) const = default;
 };
+
+// "00000000000000000042.snapshot" for 42.
+std::string ProducerSnapshotFileName(Offset offset);
 
 enum class SequenceCheck { kAppend, kDuplicate, kOutOfOrder, kFenced };
 
@@ -51,6 +65,19 @@ class ProducerStateTable {
   void Replay(const format::BatchHeader& h);
   size_t size() const { return producers_.size(); }
   const ProducerEntry* Find(int64_t pid) const;
+  bool operator==(const ProducerStateTable&) const = default;
+
+  // Writes the table as the snapshot `<dir>/ProducerSnapshotFileName(snapshot_offset)`, where
+  // `dir` is the partition directory and the table holds exactly the state after every batch
+  // below `snapshot_offset`. Atomic (temp file, fsync, rename, directory fsync): a crash
+  // leaves the old file or the new one, never a part.
+  Status WriteSnapshot(const std::string& dir, Offset snapshot_offset) const;
+  // Reads a snapshot file. Corruption when it is damaged in any way (version, CRC, length, or
+  // values no writer produces): such a file must not be trusted. With `log_append_time` (the
+  // topic's message.timestamp.type), duplicates of the loaded batches are answered with their
+  // timestamp as log append time, as they were before the restart.
+  static Result<ProducerStateTable> LoadSnapshot(const std::string& path,
+                                                 bool log_append_time = false);
 
  private:
   std::unordered_map<int64_t, ProducerEntry> producers_;

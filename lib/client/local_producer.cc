@@ -5,6 +5,7 @@
 
 #include "base/clock.h"
 #include "base/coding.h"
+#include "base/random.h"
 #include "format/record_batch.h"
 #include "storage/data_dir.h"
 #include "storage/partition_log.h"
@@ -53,7 +54,7 @@ Result<std::unique_ptr<LocalProducer>> LocalProducer::Open(storage::DataDir* dir
   auto info = dir->GetTopic(topic);
   if (!info.ok()) {
     if (!info.status().IsNotFound() || !options.create_topic) return info.status();
-    info = dir->CreateTopic(topic, options.default_partitions, {});
+    info = dir->CreateTopic(topic, NewTopicId(), options.default_partitions, {});
     if (!info.ok()) return info.status();
   }
   if (options.partition >= info->partitions)

@@ -51,6 +51,10 @@
 //   <20-digit base offset>.log        batches, back to back, exactly as on the wire
 //   <20-digit base offset>.index      entries {relativeOffset: int32, position: int32}
 //   <20-digit base offset>.timeindex  entries {timestamp: int64, relativeOffset: int32}
+//   <20-digit offset>.snapshot        Kafka's producer-state snapshot: the idempotent producers'
+//                                     state of every batch below that offset (version: int16 = 1,
+//                                     crc: uint32 CRC-32C of the rest, entries; see
+//                                     broker/producer_state.h)
 //   leader-epoch-checkpoint           text: version, count, then "epoch startOffset" lines
 //   partition.metadata                text: "version: 0", "topic_id: <base64 uuid>"
 #pragma once
@@ -114,6 +118,9 @@ static_assert(kLegacyV0MinSize == 14 && kLegacyV1MinSize == 22);
 inline constexpr const char* kLogSuffix = ".log";
 inline constexpr const char* kIndexSuffix = ".index";
 inline constexpr const char* kTimeIndexSuffix = ".timeindex";
+// Producer-state snapshot (layout in broker/producer_state.h); written by the broker, kept
+// consistent with the log (truncation, retention) by storage/partition_log.h.
+inline constexpr const char* kSnapshotSuffix = ".snapshot";
 inline constexpr const char* kLeaderEpochCheckpointFile = "leader-epoch-checkpoint";
 inline constexpr const char* kPartitionMetadataFile = "partition.metadata";
 inline constexpr int kSegmentNameDigits = 20;

@@ -10,11 +10,13 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <random>
 #include <set>
 #include <sstream>
 #include <tuple>
 
+#include "base/properties.h"
+#include "base/random.h"
+#include "base/topic_name.h"
 #include "format/layout.h"
 
 namespace silt::storage {
@@ -96,50 +98,6 @@ Status WriteCheckpoint(const std::string& path, const OffsetCheckpoint& cp) {
   return WriteFileAtomic(path, text);
 }
 
-// Java-style properties, the subset silt writes: "key=value" lines, '#' comments.
-std::map<std::string, std::string> ParseProperties(const std::string& text) {
-  std::map<std::string, std::string> m;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || line[0] == '#' || line[0] == '!') continue;
-    size_t eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    m[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return m;
-}
-
-// A random topic id as Kafka prints one: 16 bytes, URL-safe base64 without padding, never
-// starting with '-' (Kafka rerolls those too).
-std::string NewTopicId() {
-  static const char* kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::random_device rd;
-  while (true) {
-    unsigned char b[16];
-    for (int i = 0; i < 16; i += 4) {
-      uint32_t r = rd();
-      std::memcpy(b + i, &r, 4);
-    }
-    std::string out;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (unsigned char c : b) {
-      acc = (acc << 8) | c;
-      bits += 8;
-      while (bits >= 6) {
-        out.push_back(kAlphabet[(acc >> (bits - 6)) & 63]);
-        bits -= 6;
-      }
-    }
-    if (bits > 0) out.push_back(kAlphabet[(acc << (6 - bits)) & 63]);
-    if (out[0] != '-' && out != "AAAAAAAAAAAAAAAAAAAAAA" && out != "AAAAAAAAAAAAAAAAAAAAAQ")
-      return out;
-  }
-}
-
 std::string EncodeGroupName(const std::string& g) {
   std::string out;
   for (unsigned char c : g) {
@@ -171,22 +129,6 @@ bool DecodeGroupName(const std::string& s, std::string* out) {
 }
 
 }  // namespace
-
-Status ValidateTopicName(const std::string& name) {
-  if (name.empty()) return Status::InvalidArgument("topic name is empty");
-  if (name == "." || name == "..")
-    return Status::InvalidArgument("topic name cannot be \".\" or \"..\"");
-  if (name.size() > 249)
-    return Status::InvalidArgument("topic name is longer than 249 characters");
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-';
-    if (!ok)
-      return Status::InvalidArgument("topic name '" + name +
-                                     "' has a character outside [a-zA-Z0-9._-]");
-  }
-  return Status::OK();
-}
 
 struct DataDir::Impl {
   std::string path;
@@ -223,9 +165,11 @@ struct DataDir::Impl {
   }
 
   Status WriteTopicFile(const TopicInfo& t) {
-    std::string text = "# topic " + t.name + "\nname=" + t.name + "\npartitions=" +
-                       std::to_string(t.partitions) + "\ntopic_id=" + t.topic_id + "\n";
-    for (const auto& [k, v] : t.configs) text += k + "=" + v + "\n";
+    Properties props = t.configs;
+    props["name"] = t.name;
+    props["partitions"] = std::to_string(t.partitions);
+    props["topic_id"] = t.topic_id;
+    SILT_ASSIGN_OR_RETURN(std::string text, FormatProperties(props, "topic " + t.name));
     SILT_TRY(CreateDirs(JoinPath(path, kTopicsDir)));
     return WriteFileAtomic(TopicFile(t.name), text);
   }
@@ -431,11 +375,15 @@ Result<TopicInfo> DataDir::GetTopic(const std::string& name) const {
   return it->second;
 }
 
-Result<TopicInfo> DataDir::CreateTopic(const std::string& name, int32_t partitions,
+Result<TopicInfo> DataDir::CreateTopic(const std::string& name, const Uuid& topic_id,
+                                       int32_t partitions,
                                        const std::map<std::string, std::string>& configs) {
   Impl& im = *impl_;
   SILT_TRY(im.CheckWritable());
   SILT_TRY(ValidateTopicName(name));
+  if (topic_id.is_reserved())
+    return Status::InvalidArgument("topic id " + topic_id.ToString() +
+                                   " is reserved and cannot name a topic");
   if (partitions == -1) partitions = im.options.default_partitions;
   if (partitions < 1 || partitions > kMaxPartitions)
     return Status::InvalidArgument("partitions must be in [1, " +
@@ -446,18 +394,18 @@ Result<TopicInfo> DataDir::CreateTopic(const std::string& name, int32_t partitio
   std::lock_guard l(im.mu);
   if (im.topics.count(name)) return Status::AlreadyExists("topic '" + name + "' already exists");
   // Kafka refuses names that differ only in '.' versus '_' (they collide in metric names).
-  auto fold = [](std::string s) {
-    std::replace(s.begin(), s.end(), '.', '_');
-    return s;
-  };
-  for (const auto& [other, t] : im.topics)
-    if (fold(other) == fold(name))
+  const std::string id = topic_id.ToString();
+  for (const auto& [other, t] : im.topics) {
+    if (TopicCollisionKey(other) == TopicCollisionKey(name))
       return Status::InvalidArgument("topic '" + name + "' collides with existing topic '" +
                                      other + "' ('.' and '_' are treated alike)");
+    if (t.topic_id == id)
+      return Status::AlreadyExists("topic id " + id + " already names topic '" + other + "'");
+  }
   TopicInfo t;
   t.name = name;
   t.partitions = partitions;
-  t.topic_id = NewTopicId();
+  t.topic_id = id;
   t.configs = configs;
   for (int32_t p = 0; p < partitions; ++p) {
     SILT_TRY(im.CreatePartitionDir(t, p));
@@ -494,9 +442,10 @@ Status DataDir::DeleteTopic(const std::string& name) {
     std::string from = im.PartitionPath(name, p);
     if (!IsDirectory(from)) continue;
     std::string base = PartitionDirName(name, p).substr(0, 200);
+    uint32_t r;
+    RandomBytes(&r, sizeof r);
     char suffix[32];
-    std::snprintf(suffix, sizeof suffix, ".%08x%s", static_cast<unsigned>(std::random_device()()),
-                  kDeleteSuffix);
+    std::snprintf(suffix, sizeof suffix, ".%08x%s", static_cast<unsigned>(r), kDeleteSuffix);
     std::string to = JoinPath(im.path, base + suffix);
     SILT_TRY(RenameFile(from, to));
     doomed.push_back(to);
@@ -550,7 +499,7 @@ Status DataDir::AddPartitions(const std::string& name, int32_t new_total) {
     return Status::InvalidArgument("topic '" + name + "' has " + std::to_string(t.partitions) +
                                    " partitions; the new count must be larger (and at most " +
                                    std::to_string(kMaxPartitions) + ")");
-  if (t.topic_id.empty()) t.topic_id = NewTopicId();
+  if (t.topic_id.empty()) t.topic_id = NewTopicId().ToString();
   for (int32_t p = t.partitions; p < new_total; ++p) {
     SILT_TRY(im.CreatePartitionDir(t, p));
     t.partition_ids.push_back(p);
@@ -669,10 +618,15 @@ Status DataDir::CommitGroup(const std::string& group, const GroupOffsets& offset
     SILT_TRY(ValidateTopicName(t));
     for (const auto& [p, o] : parts) merged[t][p] = o;
   }
-  std::string text = "# committed offsets of group " + group + "\n";
+  Properties props;
   for (const auto& [t, parts] : merged)
-    for (const auto& [p, o] : parts)
-      text += t + "/" + std::to_string(p) + "=" + std::to_string(o) + "\n";
+    for (const auto& [p, o] : parts) props[t + "/" + std::to_string(p)] = std::to_string(o);
+  // The group name goes into the comment with its line breaks made visible.
+  std::string shown = group;
+  std::replace(shown.begin(), shown.end(), '\n', ' ');
+  std::replace(shown.begin(), shown.end(), '\r', ' ');
+  SILT_ASSIGN_OR_RETURN(std::string text,
+                        FormatProperties(props, "committed offsets of group " + shown));
   return WriteFileAtomic(file, text);
 }
 

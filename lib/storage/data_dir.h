@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/topic_name.h"
+#include "base/uuid.h"
 #include "storage/log_config.h"
 #include "storage/partition_log.h"
 
@@ -40,8 +42,9 @@ struct TopicInfo {
   std::vector<int32_t> partition_ids;
 };
 
-// Kafka's topic-name rules: 1..249 characters of [a-zA-Z0-9._-], not "." or "..".
-Status ValidateTopicName(const std::string& name);
+// Kafka's topic-name rules: 1..249 characters of [a-zA-Z0-9._-], not "." or ".." (kept here
+// for the storage layer's callers; the rule lives in base/topic_name.h).
+using silt::ValidateTopicName;
 
 class DataDir {
  public:
@@ -66,9 +69,12 @@ class DataDir {
 
   std::vector<TopicInfo> ListTopics() const;
   Result<TopicInfo> GetTopic(const std::string& name) const;
-  // Validates the name (Kafka's rules: [a-zA-Z0-9._-], 1..249, not "." or "..") and configs.
+  // Creates a topic whose id its caller chose (a controller mints ids; one node uses
+  // NewTopicId() from base/random.h). Validates the name (Kafka's rules: [a-zA-Z0-9._-],
+  // 1..249, not "." or "..", no '.'/'_' collision with another topic), the id (InvalidArgument
+  // when reserved: zero or 1; AlreadyExists when another topic has it) and the configs.
   // partitions = -1 means Options::default_partitions (as CreateTopics' numPartitions -1).
-  Result<TopicInfo> CreateTopic(const std::string& name, int32_t partitions,
+  Result<TopicInfo> CreateTopic(const std::string& name, const Uuid& topic_id, int32_t partitions,
                                 const std::map<std::string, std::string>& configs);
   Status DeleteTopic(const std::string& name);
   Status AlterTopicConfig(const std::string& name, const std::map<std::string, std::string>& set,

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <atomic>
 #include <climits>
+#include <utility>
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
@@ -96,7 +97,9 @@ struct PartitionLog::Impl {
   int64_t checkpointed_rp = 0;  // the recovery point the data dir's checkpoint holds
 
   std::mutex listener_mu;
-  std::function<void(Offset)> listener;
+  std::function<void(Offset)> listener;       // guarded by listener_mu
+  std::function<void(Offset)> roll_listener;  // guarded by listener_mu
+  std::vector<Offset> pending_rolls;          // guarded by append_mu; see TakeRolls
 
   std::shared_ptr<Segment> active() const { return segments.back(); }
 
@@ -117,27 +120,53 @@ struct PartitionLog::Impl {
     }
     segments.push_back(std::move(seg));
     dir_dirty = true;
+    pending_rolls.push_back(base);
     return Status::OK();
   }
 
-  Status WriteEpochsLocked() {
+  // Writes the leader-epoch checkpoint holding `list` (normally `epochs`). Called with
+  // append_mu held: only holders of append_mu change `epochs`, so reading it needs no mu.
+  Status WriteEpochFile(const std::vector<EpochEntry>& list) {
     if (read_only) return Status::OK();
-    std::string text = "0\n" + std::to_string(epochs.size()) + "\n";
-    for (const EpochEntry& e : epochs)
+    std::string text = "0\n" + std::to_string(list.size()) + "\n";
+    for (const EpochEntry& e : list)
       text += std::to_string(e.epoch) + " " + std::to_string(e.start_offset.value()) + "\n";
     return WriteFileAtomic(JoinPath(dir, format::kLeaderEpochCheckpointFile), text);
   }
+  Status WriteEpochsLocked() { return WriteEpochFile(epochs); }
 
-  // Records that `epoch` starts at `offset` if it is newer than the latest known epoch.
-  Status MaybeAddEpoch(int32_t epoch, Offset offset) {
-    if (epoch < 0) return Status::OK();
-    {
-      std::shared_lock l(mu);
-      if (!epochs.empty() && epochs.back().epoch >= epoch) return Status::OK();
+  // The epochs that appending batches with these (epoch, base offset) pairs would add: each
+  // epoch newer than every one before it starts at its batch. Called with append_mu held.
+  std::vector<EpochEntry> NewEpochs(const std::vector<EpochEntry>& batches) const {
+    std::vector<EpochEntry> out;
+    int32_t latest = epochs.empty() ? -1 : epochs.back().epoch;
+    for (const EpochEntry& b : batches) {
+      if (b.epoch < 0 || b.epoch <= latest) continue;
+      out.push_back(b);
+      latest = b.epoch;
     }
+    return out;
+  }
+
+  // Before an append that starts new epochs: writes the checkpoint as it will be after the
+  // append, so that a failed write leaves nothing appended. Until CommitEpochs the entries are
+  // on disk only; an entry at or above the log end is harmless (it names where an epoch
+  // begins, as a new leader records before its first append) and Open() drops entries above it.
+  Status PrepareEpochs(const std::vector<EpochEntry>& added) {
+    if (added.empty()) return Status::OK();
+    std::vector<EpochEntry> next = epochs;
+    next.insert(next.end(), added.begin(), added.end());
+    return WriteEpochFile(next);
+  }
+  void CommitEpochs(const std::vector<EpochEntry>& added) {
+    if (added.empty()) return;
     std::unique_lock l(mu);
-    epochs.push_back({epoch, offset});
-    return WriteEpochsLocked();
+    epochs.insert(epochs.end(), added.begin(), added.end());
+  }
+  // The append failed after PrepareEpochs: put the old checkpoint back (best effort; see above
+  // for why an entry left behind does no harm).
+  void AbandonEpochs(const std::vector<EpochEntry>& added) {
+    if (!added.empty()) (void)WriteEpochsLocked();
   }
 
   Status FlushLocked() {
@@ -185,6 +214,20 @@ struct PartitionLog::Impl {
     return Status::OK();
   }
 
+  // The segments created since the last call (append_mu held).
+  std::vector<Offset> TakeRolls() { return std::exchange(pending_rolls, {}); }
+  // Tells the roll listener about them; called with no lock of the log held.
+  void NotifyRolls(const std::vector<Offset>& rolls) {
+    if (rolls.empty()) return;
+    std::function<void(Offset)> fn;
+    {
+      std::lock_guard l(listener_mu);
+      fn = roll_listener;
+    }
+    if (fn)
+      for (Offset o : rolls) fn(o);
+  }
+
   void NotifyAppend() {
     std::function<void(Offset)> fn;
     {
@@ -196,6 +239,30 @@ struct PartitionLog::Impl {
 
   Status TruncateToLocked(Offset offset);
   Status DeleteSegmentsLocked(size_t count);
+  // Unlinks the producer-state snapshots whose offset `drop` selects, then fsyncs the
+  // directory; stops at the first failure.
+  Status DeleteSnapshotsIf(const std::function<bool(int64_t)>& drop);
+
+  // append_mu, held by a writer; Release() (or the destructor) unlocks it and then calls the
+  // roll listener for the segments created meanwhile, so the listener runs under no lock of
+  // the log.
+  class WriterLock {
+   public:
+    explicit WriterLock(Impl& im) : im_(im), l_(im.append_mu) {}
+    ~WriterLock() { Release(); }
+    WriterLock(const WriterLock&) = delete;
+    WriterLock& operator=(const WriterLock&) = delete;
+    void Release() {
+      if (!l_.owns_lock()) return;
+      std::vector<Offset> rolls = im_.TakeRolls();
+      l_.unlock();
+      im_.NotifyRolls(rolls);
+    }
+
+   private:
+    Impl& im_;
+    std::unique_lock<std::mutex> l_;
+  };
 };
 
 PartitionLog::PartitionLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -236,6 +303,13 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
   }
   if (!options.read_only)
     for (const std::string& n : orphans) SILT_TRY(RemoveFile(JoinPath(dir, n)));
+  // A snapshot write cut short by a crash leaves its temp file (see WriteFileAtomic).
+  const std::string snapshot_tmp = std::string(format::kSnapshotSuffix) + ".tmp";
+  if (!options.read_only)
+    for (const std::string& n : names)
+      if (n.size() > snapshot_tmp.size() &&
+          n.compare(n.size() - snapshot_tmp.size(), snapshot_tmp.size(), snapshot_tmp) == 0)
+        SILT_TRY(RemoveFile(JoinPath(dir, n)));
 
   // Segments wholly below the recovery point were flushed; after a clean shutdown all were.
   size_t first_unflushed = 0;
@@ -276,10 +350,20 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
   if (PathExists(epoch_path)) {
     SILT_ASSIGN_OR_RETURN(std::string text, ReadFile(epoch_path));
     SILT_TRY(ParseEpochCheckpoint(epoch_path, text, &impl->epochs));
+    // Entries past the log end name epochs whose records are gone (a crash before they were
+    // durable, or an append that failed after the checkpoint was written); the one starting
+    // exactly at the log end stays, as a leader's does before its first append.
+    size_t keep = impl->epochs.size();
+    while (keep > 0 && impl->epochs[keep - 1].start_offset > end) --keep;
+    impl->epochs.resize(keep);
   }
 
   auto log = std::unique_ptr<PartitionLog>(new PartitionLog(std::move(impl)));
   Impl& im = *log->impl_;
+  // A producer-state snapshot past the log end describes records that are gone (a crash before
+  // they were durable): it must never be loaded, nor match records appended later.
+  if (!options.read_only)
+    SILT_TRY(im.DeleteSnapshotsIf([&](int64_t o) { return o > end.value(); }));
   int64_t rp = std::clamp(options.recovery_point, start.value(), end.value());
   im.recovery_point.store(rp);
   if (!options.read_only && !options.clean_shutdown) {
@@ -308,7 +392,7 @@ Result<AppendResult> PartitionLog::Append(char* p, size_t size, int32_t leader_e
       h.last_offset_delta < 0)
     return Status::InvalidArgument("not a single well-framed v2 batch");
 
-  std::unique_lock l(im.append_mu);
+  Impl::WriterLock l(im);
   if (im.closed) return Status::InvalidArgument(im.dir + " is closed");
   if (static_cast<int64_t>(size) > im.config.max_message_bytes)
     return Status::TooLarge("batch of " + std::to_string(size) +
@@ -336,26 +420,34 @@ Result<AppendResult> PartitionLog::Append(char* p, size_t size, int32_t leader_e
   info.base = base;
   info.last = base + h.last_offset_delta;
   info.max_timestamp = h.max_timestamp;
-  SILT_TRY(im.AppendOneLocked(batch, info));
+  // Every step that can fail comes before the batch becomes visible: the epoch checkpoint
+  // first, then the segment append (which undoes its own partial work).
+  const std::vector<EpochEntry> added = im.NewEpochs({{leader_epoch, base}});
+  SILT_TRY(im.PrepareEpochs(added));
+  if (Status s = im.AppendOneLocked(batch, info); !s.ok()) {
+    im.AbandonEpochs(added);
+    l.Release();
+    return s;
+  }
+  im.CommitEpochs(added);
   r.base_offset = info.base;
   r.last_offset = info.last;
   {
     std::shared_lock sl(im.mu);
     r.position = FilePos(im.active()->size() - info.size);
   }
-  Status s = im.MaybeAddEpoch(leader_epoch, base);
-  if (s.ok()) s = im.MaybeFlushAfterAppend(std::max<int64_t>(1, h.records_count));
-  l.unlock();
+  // The batch is in the log: a failed fsync of the flush policy is reported beside the result,
+  // not as a failure (see the header).
+  r.flush_error = im.MaybeFlushAfterAppend(std::max<int64_t>(1, h.records_count));
+  l.Release();
   im.NotifyAppend();
-  // The batch is in the log; a failed epoch checkpoint or flush is reported but not undone.
-  if (!s.ok()) return s;
   return r;
 }
 
 Result<AppendResult> PartitionLog::AppendWithOffsets(std::string_view batches) {
   Impl& im = *impl_;
   if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
-  std::unique_lock l(im.append_mu);
+  Impl::WriterLock l(im);
   if (im.closed) return Status::InvalidArgument(im.dir + " is closed");
   // Check all of it before writing any of it.
   struct Item {
@@ -400,11 +492,10 @@ Result<AppendResult> PartitionLog::AppendWithOffsets(std::string_view batches) {
     if (im.checkpoint_hook) SILT_TRY(im.checkpoint_hook(first.value(), first.value()));
   }
   Offset old_end(im.log_end.load());
-  size_t old_segments;
-  {
-    std::shared_lock sl(im.mu);
-    old_segments = im.segments.size();
-  }
+  std::vector<EpochEntry> starts;
+  for (const Item& it : items) starts.push_back({it.epoch, it.info.base});
+  const std::vector<EpochEntry> added = im.NewEpochs(starts);
+  SILT_TRY(im.PrepareEpochs(added));
   AppendResult r;
   r.base_offset = items.front().info.base;
   r.last_offset = items.back().info.last;
@@ -414,11 +505,13 @@ Result<AppendResult> PartitionLog::AppendWithOffsets(std::string_view batches) {
     Status s = im.AppendOneLocked(batches.substr(it.at, static_cast<size_t>(it.info.size)),
                                   it.info);
     if (!s.ok()) {
-      if (i > 0 || im.segments.size() != old_segments) {
+      if (i > 0) {
         // Take back the batches of this call that did land.
         Status t = im.TruncateToLocked(old_end);
-        if (!t.ok()) return t.WithContext(s.ToString());
+        if (!t.ok()) s = t.WithContext(s.ToString());
       }
+      im.AbandonEpochs(added);
+      l.Release();
       return s;
     }
     if (i == 0) {
@@ -427,15 +520,10 @@ Result<AppendResult> PartitionLog::AppendWithOffsets(std::string_view batches) {
     }
     records += std::max(1, it.records);
   }
-  Status s;
-  for (const Item& it : items) {
-    s = im.MaybeAddEpoch(it.epoch, it.info.base);
-    if (!s.ok()) break;
-  }
-  if (s.ok()) s = im.MaybeFlushAfterAppend(records);
-  l.unlock();
+  im.CommitEpochs(added);
+  r.flush_error = im.MaybeFlushAfterAppend(records);
+  l.Release();
   im.NotifyAppend();
-  if (!s.ok()) return s;
   return r;
 }
 
@@ -529,6 +617,11 @@ void PartitionLog::SetAppendListener(std::function<void(Offset)> fn) {
   impl_->listener = std::move(fn);
 }
 
+void PartitionLog::SetRollListener(std::function<void(Offset)> fn) {
+  std::lock_guard l(impl_->listener_mu);
+  impl_->roll_listener = std::move(fn);
+}
+
 std::vector<PartitionLog::EpochEntry> PartitionLog::LeaderEpochs() const {
   std::shared_lock l(impl_->mu);
   return impl_->epochs;
@@ -564,57 +657,129 @@ Status PartitionLog::MaybeFlush() {
 Status PartitionLog::Roll() {
   Impl& im = *impl_;
   if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
-  std::lock_guard l(im.append_mu);
+  Impl::WriterLock l(im);
   return im.NewSegmentLocked(Offset(im.log_end.load()));
 }
 
 Status PartitionLog::Impl::DeleteSegmentsLocked(size_t count) {
-  // Called with append_mu and mu (exclusive) held; never deletes the active segment.
+  // Called with append_mu and mu (exclusive) held; never deletes the active segment. Oldest
+  // first, stopping at a segment that cannot be deleted, so the list always matches the files.
   count = std::min(count, segments.size() - 1);
-  Status first_error;
-  for (size_t i = 0; i < count; ++i) {
-    Status s = segments[i]->Delete();
-    if (!s.ok() && first_error.ok()) first_error = s;
+  Status error;
+  size_t gone = 0;
+  for (; gone < count; ++gone) {
+    error = segments[gone]->Delete();
+    if (!error.ok()) break;
   }
-  segments.erase(segments.begin(), segments.begin() + static_cast<ptrdiff_t>(count));
-  if (count > 0) dir_dirty = true;
+  segments.erase(segments.begin(), segments.begin() + static_cast<ptrdiff_t>(gone));
+  if (gone > 0) dir_dirty = true;
   if (log_start < segments.front()->base_offset()) log_start = segments.front()->base_offset();
   if (recovery_point.load() < log_start.value()) recovery_point.store(log_start.value());
-  return first_error;
+  if (gone > 0) {
+    // Producer-state snapshots below the oldest segment go too, except the newest one at or
+    // below the log start, from which the state can still be rebuilt (as Kafka keeps it).
+    const int64_t oldest = segments.front()->base_offset().value();
+    const int64_t start = log_start.value();
+    int64_t keep = -1;
+    auto names = ListDir(dir);
+    if (names.ok())
+      for (const std::string& n : *names) {
+        int64_t o;
+        if (ParseSegmentFileName(n, format::kSnapshotSuffix, &o) && o <= start)
+          keep = std::max(keep, o);
+      }
+    Status t = DeleteSnapshotsIf([&](int64_t o) { return o < oldest && o != keep; });
+    if (error.ok()) error = t;
+  }
+  return error;
+}
+
+Status PartitionLog::Impl::DeleteSnapshotsIf(const std::function<bool(int64_t)>& drop) {
+  if (read_only) return Status::OK();
+  SILT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
+  bool removed = false;
+  for (const std::string& n : names) {
+    int64_t o;
+    if (!ParseSegmentFileName(n, format::kSnapshotSuffix, &o) || !drop(o)) continue;
+    SILT_TRY(RemoveFile(JoinPath(dir, n)));
+    removed = true;
+  }
+  return removed ? SyncDir(dir) : Status::OK();
 }
 
 Status PartitionLog::Impl::TruncateToLocked(Offset offset) {
-  // Called with append_mu held.
+  // Called with append_mu held. Durable or loud: snapshots above the cut go first (a later
+  // rebuild must never trust one), then the newest segments one at a time, then the cut in the
+  // last one, then the fsyncs of that file and of the directory. A step that fails stops the
+  // truncation with its error; the segment list still matches the files (the log end follows
+  // the last remaining segment), so nothing truncated in memory can come back at a reopen.
   if (offset.value() >= log_end.load()) return Status::OK();
+  SILT_TRY(DeleteSnapshotsIf([&](int64_t o) { return o > offset.value(); }));
   std::unique_lock l(mu);
+  Status s;
+  bool removed = false;
   if (offset < log_start || offset <= segments.front()->base_offset()) {
     // Nothing survives: start again, empty, at `offset`.
-    for (auto& s : segments) (void)s->Delete();
-    segments.clear();
-    SILT_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, Segment::Create(dir, offset));
-    segments.push_back(std::move(seg));
-    log_start = offset;
-    log_end.store(offset.value());
-    recovery_point.store(offset.value());
-  } else {
-    while (segments.size() > 1 && segments.back()->base_offset() >= offset) {
-      (void)segments.back()->Delete();
-      segments.pop_back();
+    while (s.ok() && segments.size() > 1) {
+      s = segments.back()->Delete();
+      if (s.ok()) {
+        segments.pop_back();
+        removed = true;
+      }
     }
-    SILT_ASSIGN_OR_RETURN(Offset end,
-                          segments.back()->TruncateTo(offset, config.index_interval_bytes));
-    log_end.store(end.value());
-    if (recovery_point.load() > end.value()) recovery_point.store(end.value());
+    if (s.ok() && segments.front()->base_offset() == offset) {
+      s = segments.front()->TruncateTo(offset, config.index_interval_bytes).status();
+    } else if (s.ok()) {
+      auto fresh = Segment::Create(dir, offset);
+      s = fresh.status();
+      if (s.ok()) {
+        s = segments.front()->Delete();
+        if (s.ok()) {
+          segments.front() = std::move(fresh).value();
+        } else {
+          (void)(*fresh)->Delete();
+        }
+        removed = true;
+      }
+    }
+    if (s.ok()) log_start = offset;
+  } else {
+    while (s.ok() && segments.size() > 1 && segments.back()->base_offset() >= offset) {
+      s = segments.back()->Delete();
+      if (s.ok()) {
+        segments.pop_back();
+        removed = true;
+      }
+    }
+    if (s.ok()) s = segments.back()->TruncateTo(offset, config.index_interval_bytes).status();
   }
-  dir_dirty = true;
-  Offset end(log_end.load());
+  // The log end follows the segments, whether or not every step succeeded.
+  const Offset end = segments.back()->next_offset();
+  log_end.store(end.value());
+  if (recovery_point.load() > end.value()) recovery_point.store(end.value());
+  if (log_start > end) log_start = end;
+  if (recovery_point.load() < log_start.value()) recovery_point.store(log_start.value());
+  if (removed) dir_dirty = true;
+  std::shared_ptr<Segment> last = segments.back();
   size_t keep = epochs.size();
   while (keep > 0 && epochs[keep - 1].start_offset >= end) --keep;
-  if (keep != epochs.size()) {
-    epochs.resize(keep);
-    SILT_TRY(WriteEpochsLocked());
+  const bool epochs_changed = keep != epochs.size();
+  epochs.resize(keep);
+  l.unlock();
+  // Readers no longer wait: make the cut durable.
+  if (s.ok()) s = last->Sync();
+  if (s.ok() && dir_dirty) {
+    s = SyncDir(dir);
+    if (s.ok()) dir_dirty = false;
   }
-  return Status::OK();
+  if (epochs_changed) {
+    Status e = WriteEpochsLocked();
+    if (s.ok()) s = e;
+  }
+  // Snapshots need not lie on batch boundaries: drop any left between the new end and `offset`.
+  Status t = DeleteSnapshotsIf([&](int64_t o) { return o > end.value(); });
+  if (s.ok()) s = t;
+  return s;
 }
 
 Status PartitionLog::TruncateTo(Offset offset) {
@@ -633,7 +798,7 @@ Status PartitionLog::TruncateTo(Offset offset) {
 Status PartitionLog::AdvanceLogStart(Offset offset) {
   Impl& im = *impl_;
   if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
-  std::lock_guard l(im.append_mu);
+  Impl::WriterLock l(im);
   if (offset.value() > im.log_end.load())
     return Status::OutOfRange("offset " + std::to_string(offset.value()) +
                               " is past the log end " + std::to_string(im.log_end.load()));

@@ -32,6 +32,12 @@ struct AppendResult {
   Offset last_offset;
   int64_t log_append_time = -1;  // the time stored when message.timestamp.type=LogAppendTime
   FilePos position{0};           // where the batch starts in its segment
+  // Not OK when the fsync that the flush policy (flush.messages, flush.ms) asked for after this
+  // append failed. The batch IS in the log, readable, at the offsets above; it is just not yet
+  // known to be durable: the recovery point stays where it was, so recovery after a crash
+  // rescans it (and cuts it if it did not reach the disk). A caller must treat the append as
+  // done (record producer state, for instance) and may report the storage error.
+  Status flush_error;
 };
 
 // A range of bytes in a segment file, for sendfile(2) or pread (base/file_slice.h).
@@ -84,7 +90,11 @@ class PartitionLog {
   // for LogAppendTime — both inside the CRC, which is then recomputed, as Kafka does) in
   // `batch`; never recomputes the CRC otherwise. Rolls the segment first when needed.
   // TooLarge above max.message.bytes.
-  // On any failure nothing is appended: the log end is unchanged and partial bytes are cut.
+  // On any failure nothing is appended: the log end is unchanged, partial bytes are cut and
+  // a reopen finds the log as it was. Every fallible step comes before the batch is
+  // published: the leader-epoch checkpoint for a new epoch is written first, then the bytes
+  // and index entries (undone on failure). Only the flush policy's fsync comes after; its
+  // failure is AppendResult::flush_error, not a failed append.
   Result<AppendResult> Append(std::string* batch, int32_t leader_epoch = -1);
   // The same for a batch in a caller's buffer of `size` bytes, patched in place (the broker
   // appends a produce request's batch where it was received, without copying it).
@@ -93,6 +103,7 @@ class PartitionLog {
   // base offset must be >= log end; gaps are allowed (compacted sources). Framing and CRC are
   // checked first and nothing is written unless all pass. An empty log starts at the first
   // batch's offset (log start moves there) instead of keeping a gap from its old end.
+  // Failures as for Append: all of the batches or none (an empty log may keep its new start).
   Result<AppendResult> AppendWithOffsets(std::string_view batches);
 
   // Whole batches from the one containing `start` on, up to `max_bytes` (at least one batch when
@@ -146,6 +157,17 @@ class PartitionLog {
 
   // Called (outside the internal lock) after each successful append with the new log end.
   void SetAppendListener(std::function<void(Offset)> fn);
+  // Called with the base offset of each new active segment (a roll by size, time or index,
+  // Roll(), or AdvanceLogStart emptying the log). It runs on the thread whose call rolled
+  // (Append, AppendWithOffsets, Roll, AdvanceLogStart), inside that call but after the log has
+  // released all its locks, so it may call any method of the log; it must not wait for locks
+  // that thread holds around the call. For Append, the batch that caused the roll is already
+  // in the log at offsets >= the base offset, and Append has not yet returned: a caller that
+  // serialises its appends and updates per-batch state (producer state) after each Append
+  // returns sees, in the callback, exactly the state of the offsets below the base offset.
+  // For a multi-batch AppendWithOffsets the calls come after all its batches are in.
+  // Threads appending concurrently may make calls overlap.
+  void SetRollListener(std::function<void(Offset base_offset)> fn);
 
   // ---- for the log cleaner (storage/log_cleaner.h) ----
   // The closed segments (every one but the active), oldest first. They stay usable after a

@@ -432,12 +432,12 @@ Status Segment::Sync() {
 
 Status Segment::Delete() {
   std::unique_lock l(mu_);
-  Status s = RemoveFile(log_path_);
-  Status s1 = index_.Remove();
-  Status s2 = time_index_.Remove();
-  if (!s.ok()) return s;
-  if (!s1.ok()) return s1;
-  return s2;
+  // The .log first: until it is gone the segment is whole (indexes included) and stays usable.
+  if (Status s = RemoveFile(log_path_); !s.ok() && !s.IsNotFound()) return s;
+  // Index files left behind are orphans, which the next PartitionLog::Open removes.
+  (void)index_.Remove();
+  (void)time_index_.Remove();
+  return Status::OK();
 }
 
 void Segment::CloseFiles() {

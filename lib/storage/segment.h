@@ -73,11 +73,15 @@ class Segment {
   Status Append(std::string_view batch, const BatchInfo& info, int32_t index_interval_bytes);
   // Adds the final time index entry (Kafka does so when a segment stops being active).
   Status OnBecomeInactive();
-  // Drops every batch from the one holding `offset` on; returns the new next offset.
+  // Drops every batch from the one holding `offset` on; returns the new next offset. On
+  // failure the segment is unchanged. Not durable until Sync().
   Result<Offset> TruncateTo(Offset offset, int32_t index_interval_bytes);
   // fdatasync of the .log and both indexes.
   Status Sync();
-  // Unlinks the files (open readers keep their descriptors).
+  // Unlinks the files (open readers keep their descriptors): the .log first. Fails, changing
+  // nothing, only when the .log cannot be unlinked; an index file that cannot be unlinked after
+  // it is an orphan that the next PartitionLog::Open removes, not an error. The removal is
+  // durable once the directory is fsynced (the caller's job).
   Status Delete();
   void CloseFiles();
 

@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "base/file.h"
+#include "base/random.h"
 #include "client/local_consumer.h"
 #include "client/local_producer.h"
 #include "format/record_batch.h"
@@ -91,7 +92,7 @@ TEST_CASE("records produced locally are read back in order, batched by size") {
 TEST_CASE("a record too big for max.message.bytes is refused and nothing of it is written") {
   TempDataDir tmp;
   auto dir = Open(tmp.path, false);
-  REQUIRE(dir->CreateTopic("small", 1, {{"max.message.bytes", "500"}}).ok());
+  REQUIRE(dir->CreateTopic("small", NewTopicId(), 1, {{"max.message.bytes", "500"}}).ok());
   auto p = LocalProducer::Open(dir.get(), "small", {});
   REQUIRE(p.ok());
   REQUIRE((*p)->Send(std::nullopt, "fits", {}).ok());
@@ -129,7 +130,7 @@ TEST_CASE("the consumer starts where the offset expression says, per partition")
   TempDataDir tmp;
   {
     auto dir = Open(tmp.path, false);
-    REQUIRE(dir->CreateTopic("t", 2, {}).ok());
+    REQUIRE(dir->CreateTopic("t", NewTopicId(), 2, {}).ok());
     ProducerOptions po;
     po.partition = 0;
     auto p0 = LocalProducer::Open(dir.get(), "t", po);
@@ -166,7 +167,7 @@ TEST_CASE("a follower is woken by appends from another writer and follows segmen
   TempDataDir tmp;
   {
     auto dir = Open(tmp.path, false);
-    REQUIRE(dir->CreateTopic("live", 1, {{"segment.bytes", "2048"}}).ok());
+    REQUIRE(dir->CreateTopic("live", NewTopicId(), 1, {{"segment.bytes", "2048"}}).ok());
     REQUIRE(dir->Close().ok());
   }
   auto rdir = Open(tmp.path, true);
@@ -241,7 +242,7 @@ TEST_CASE("a background producer writes what a foreground one writes, batch for 
       TempDataDir tmp;
       {
         auto dir = Open(tmp.path, false);
-        REQUIRE(dir->CreateTopic("t", 3, {}).ok());
+        REQUIRE(dir->CreateTopic("t", NewTopicId(), 3, {}).ok());
         ProducerOptions po;
         po.batch_bytes = 700;
         po.compression = codec;

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/random.h"
 #include "storage/test_util.h"
 
 using namespace silt;
@@ -23,10 +24,34 @@ std::unique_ptr<DataDir> OpenDir(const std::string& path, bool read_only = false
 
 }  // namespace
 
+TEST_CASE("a topic takes the id its creator gives it, and refuses reserved or taken ids") {
+  TempDir dir;
+  std::string id;
+  {
+    auto dd = OpenDir(dir.path());
+    Uuid chosen = NewTopicId();
+    id = chosen.ToString();
+    auto t = dd->CreateTopic("a", chosen, 2, {});
+    REQUIRE_MESSAGE(t.ok(), t.status().ToString());
+    CHECK(t->topic_id == id);
+    CHECK(Slurp(dir / "a-1/partition.metadata") == "version: 0\ntopic_id: " + id);
+    CHECK(dd->CreateTopic("b", Uuid(), 1, {}).status().code() == Status::Code::kInvalidArgument);
+    Uuid::Bytes one{};
+    one[15] = 1;  // Kafka's METADATA_TOPIC_ID
+    CHECK(dd->CreateTopic("b", Uuid(one), 1, {}).status().code() ==
+          Status::Code::kInvalidArgument);
+    CHECK(dd->CreateTopic("b", chosen, 1, {}).status().code() == Status::Code::kAlreadyExists);
+    CHECK(!dd->GetTopic("b").ok());
+    REQUIRE(dd->Close().ok());
+  }
+  auto dd = OpenDir(dir.path());
+  CHECK(dd->GetTopic("a")->topic_id == id);
+}
+
 TEST_CASE("topics are created with partitions, Kafka's metadata files and a properties file") {
   TempDir dir;
   auto dd = OpenDir(dir.path());
-  auto t = dd->CreateTopic("orders.v1", 3, {{"retention.ms", "60000"}});
+  auto t = dd->CreateTopic("orders.v1", NewTopicId(), 3, {{"retention.ms", "60000"}});
   REQUIRE_MESSAGE(t.ok(), t.status().ToString());
   CHECK(t->partitions == 3);
   CHECK(t->topic_id.size() == 22);
@@ -40,7 +65,8 @@ TEST_CASE("topics are created with partitions, Kafka's metadata files and a prop
   CHECK(props.find("partitions=3\n") != std::string::npos);
   CHECK(props.find("retention.ms=60000\n") != std::string::npos);
   CHECK(dd->TopicConfig("orders.v1")->retention_ms == 60000);
-  CHECK(dd->CreateTopic("orders.v1", 1, {}).status().code() == Status::Code::kAlreadyExists);
+  CHECK(dd->CreateTopic("orders.v1", NewTopicId(), 1, {}).status().code() ==
+        Status::Code::kAlreadyExists);
 
   // Records go in and come back, and survive a reopen with the topic's configs.
   auto log = dd->Partition("orders.v1", 1);
@@ -69,16 +95,18 @@ TEST_CASE("topic names follow Kafka's rules") {
   TempDir dir;
   auto dd = OpenDir(dir.path());
   for (const std::string& bad : std::vector<std::string>{"", ".", "..", "a/b", "a b", "t\xc3\xb3pico", std::string(250, 'x')})
-    CHECK(dd->CreateTopic(bad, 1, {}).status().code() == Status::Code::kInvalidArgument);
-  CHECK(dd->CreateTopic(std::string(249, 'x'), 1, {}).ok());
-  CHECK(dd->CreateTopic("a.b", 1, {}).ok());
-  auto clash = dd->CreateTopic("a_b", 1, {});
+    CHECK(dd->CreateTopic(bad, NewTopicId(), 1, {}).status().code() ==
+          Status::Code::kInvalidArgument);
+  CHECK(dd->CreateTopic(std::string(249, 'x'), NewTopicId(), 1, {}).ok());
+  CHECK(dd->CreateTopic("a.b", NewTopicId(), 1, {}).ok());
+  auto clash = dd->CreateTopic("a_b", NewTopicId(), 1, {});
   CHECK(clash.status().code() == Status::Code::kInvalidArgument);
   CHECK(clash.status().message().find("a.b") != std::string::npos);
-  CHECK(dd->CreateTopic("x", 0, {}).status().code() == Status::Code::kInvalidArgument);
-  CHECK(dd->CreateTopic("x", -1, {})->partitions == 1);  // the default
+  CHECK(dd->CreateTopic("x", NewTopicId(), 0, {}).status().code() ==
+        Status::Code::kInvalidArgument);
+  CHECK(dd->CreateTopic("x", NewTopicId(), -1, {})->partitions == 1);  // the default
   // A bad config value leaves no trace of the topic.
-  auto bad_cfg = dd->CreateTopic("y", 1, {{"segment.bytes", "10"}});
+  auto bad_cfg = dd->CreateTopic("y", NewTopicId(), 1, {{"segment.bytes", "10"}});
   CHECK(bad_cfg.status().code() == Status::Code::kInvalidArgument);
   CHECK(!PathExists(dir / "y-0"));
   CHECK(dd->GetTopic("y").status().IsNotFound());
@@ -87,7 +115,7 @@ TEST_CASE("topic names follow Kafka's rules") {
 TEST_CASE("topic configs are altered and removed, and open logs see the change") {
   TempDir dir;
   auto dd = OpenDir(dir.path());
-  REQUIRE(dd->CreateTopic("t", 1, {{"retention.ms", "1000"}}).ok());
+  REQUIRE(dd->CreateTopic("t", NewTopicId(), 1, {{"retention.ms", "1000"}}).ok());
   auto log = dd->Partition("t", 0);
   REQUIRE(log.ok());
   REQUIRE(dd->AlterTopicConfig("t", {{"segment.bytes", "4096"}}, {"retention.ms"}).ok());
@@ -107,7 +135,7 @@ TEST_CASE("topic configs are altered and removed, and open logs see the change")
 TEST_CASE("partitions are added, and topics are deleted with their directories") {
   TempDir dir;
   auto dd = OpenDir(dir.path());
-  REQUIRE(dd->CreateTopic("t", 2, {}).ok());
+  REQUIRE(dd->CreateTopic("t", NewTopicId(), 2, {}).ok());
   CHECK(dd->AddPartitions("t", 2).code() == Status::Code::kInvalidArgument);
   REQUIRE(dd->AddPartitions("t", 5).ok());
   CHECK(dd->GetTopic("t")->partitions == 5);
@@ -133,7 +161,7 @@ TEST_CASE("close writes Kafka's recovery checkpoint and a marker that the next o
   TempDir dir;
   {
     auto dd = OpenDir(dir.path());
-    REQUIRE(dd->CreateTopic("a", 2, {}).ok());
+    REQUIRE(dd->CreateTopic("a", NewTopicId(), 2, {}).ok());
     for (int p = 0; p < 2; ++p) {
       auto log = dd->Partition("a", p);
       REQUIRE(log.ok());
@@ -169,7 +197,7 @@ TEST_CASE("delete-records survives a restart through log-start-offset-checkpoint
   TempDir dir;
   {
     auto dd = OpenDir(dir.path());
-    REQUIRE(dd->CreateTopic("a", 1, {}).ok());
+    REQUIRE(dd->CreateTopic("a", NewTopicId(), 1, {}).ok());
     auto log = dd->Partition("a", 0);
     for (int i = 0; i < 5; ++i) {
       std::string b = MakeBatch(2);
@@ -263,13 +291,14 @@ TEST_CASE("a read-only data dir writes nothing and refuses changes") {
   TempDir dir;
   {
     auto dd = OpenDir(dir.path());
-    REQUIRE(dd->CreateTopic("t", 1, {}).ok());
+    REQUIRE(dd->CreateTopic("t", NewTopicId(), 1, {}).ok());
     REQUIRE(dd->Close().ok());
   }
   auto before = ListDir(dir.path()).value();
   auto dd = OpenDir(dir.path(), true);
   CHECK(dd->read_only());
-  CHECK(dd->CreateTopic("u", 1, {}).status().code() == Status::Code::kInvalidArgument);
+  CHECK(dd->CreateTopic("u", NewTopicId(), 1, {}).status().code() ==
+        Status::Code::kInvalidArgument);
   CHECK(dd->CommitGroup("g", {}).code() == Status::Code::kInvalidArgument);
   auto log = dd->Partition("t", 0);
   REQUIRE(log.ok());
@@ -287,7 +316,7 @@ TEST_CASE("a truncation below the checkpointed recovery point lowers the checkpo
   {
     auto dd = DataDir::Open(dir.path(), o);
     REQUIRE(dd.ok());
-    REQUIRE((*dd)->CreateTopic("a", 1, {}).ok());
+    REQUIRE((*dd)->CreateTopic("a", NewTopicId(), 1, {}).ok());
     auto log = (*dd)->Partition("a", 0);
     for (int i = 0; i < 30; ++i) {
       std::string b = MakeBatch(2, 30);
@@ -322,7 +351,7 @@ TEST_CASE("delete-records is checkpointed at once and survives a crash") {
   TempDir dir;
   {
     auto dd = OpenDir(dir.path());
-    REQUIRE(dd->CreateTopic("a", 1, {}).ok());
+    REQUIRE(dd->CreateTopic("a", NewTopicId(), 1, {}).ok());
     auto log = dd->Partition("a", 0);
     for (int i = 0; i < 5; ++i) {
       std::string b = MakeBatch(2);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/random.h"
 #include "format/record_batch.h"
 #include "storage/data_dir.h"
 #include "storage/partition_log.h"
@@ -709,8 +710,8 @@ TEST_CASE("the background cleaner picks compacted partitions over the dirty rati
   DataDir::Options o;
   auto dd = DataDir::Open(tmp.path(), o);
   REQUIRE(dd.ok());
-  REQUIRE((*dd)->CreateTopic("compacted", 1, {{"cleanup.policy", "compact"}}).ok());
-  REQUIRE((*dd)->CreateTopic("plain", 1, {}).ok());
+  REQUIRE((*dd)->CreateTopic("compacted", NewTopicId(), 1, {{"cleanup.policy", "compact"}}).ok());
+  REQUIRE((*dd)->CreateTopic("plain", NewTopicId(), 1, {}).ok());
   auto c = (*dd)->Partition("compacted", 0);
   auto p = (*dd)->Partition("plain", 0);
   REQUIRE(c.ok());
@@ -748,8 +749,8 @@ TEST_CASE("a cleaning round takes the dirtiest partition and skips those under t
   TempDir tmp;
   auto dd = DataDir::Open(tmp.path(), {});
   REQUIRE(dd.ok());
-  REQUIRE((*dd)->CreateTopic("a", 1, {{"cleanup.policy", "compact"}}).ok());
-  REQUIRE((*dd)->CreateTopic("b", 1, {{"cleanup.policy", "compact,delete"}}).ok());
+  REQUIRE((*dd)->CreateTopic("a", NewTopicId(), 1, {{"cleanup.policy", "compact"}}).ok());
+  REQUIRE((*dd)->CreateTopic("b", NewTopicId(), 1, {{"cleanup.policy", "compact,delete"}}).ok());
   PartitionLog* a = (*dd)->Partition("a", 0).value();
   PartitionLog* b = (*dd)->Partition("b", 0).value();
   std::string big(400, 'x');
