@@ -1,11 +1,13 @@
 // The Partition seam: the high watermark bounds what consumers see, delayed operations wait for
 // it, and producer state follows truncation. A second in-sync replica is simulated through the
 // partition's replication seam (SetIsr, RecordFollowerLogEnd), as a follower's fetches will.
+#include <algorithm>
 #include <thread>
 
 #include "broker/partition.h"
 #include "broker/partition_manager.h"
 #include "broker_test_util.h"
+#include "storage/fault_util.h"
 
 using namespace silt;
 using namespace silt::broker;
@@ -229,4 +231,113 @@ TEST_CASE("deleting a topic wakes the fetches waiting on it") {
   REQUIRE(b.server->broker().metadata().DeleteTopic("gone").ok());
   REQUIRE(c.Receive(&f, 11, 3000) == 5);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+}
+
+// ---- producer state and storage faults ---------------------------------------------------
+
+namespace {
+
+// Produces one batch (acks=1) and returns (error code, base offset).
+std::pair<int16_t, int64_t> ProduceTo(Client& c, const std::string& topic,
+                                      const std::string& batch) {
+  protocol::ProduceResponse r;
+  c.Call(MakeProduce(topic, 0, batch, 1), 8, &r);
+  return {Only(r).error_code, Only(r).base_offset};
+}
+
+void CreateTopicWith(Client& c, const std::string& topic,
+                     std::vector<std::pair<std::string, std::string>> configs) {
+  protocol::CreateTopicsRequest req;
+  protocol::CreateTopicsRequest::Topic t;
+  t.name = topic;
+  t.num_partitions = 1;
+  t.replication_factor = 1;
+  for (auto& [k, v] : configs) t.configs.push_back({k, v});
+  req.topics.push_back(t);
+  protocol::CreateTopicsResponse resp;
+  c.Call(req, 4, &resp);
+  REQUIRE(resp.topics.at(0).error_code == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a batch whose leader-epoch checkpoint cannot be written is not appended; its retry lands once") {
+  TestBroker b;
+  Client c(b.port);
+  CreateTopic(c, "epochfail");
+  auto part = Served(b, "epochfail");
+  const std::string batch = MakeBatch(3, format::Compression::kNone, 77, 0, 0);
+  {
+    // The first append of epoch 0 records the epoch's start before the batch goes in.
+    storage::testing::FailOp fail(FileOp::kWrite, "leader-epoch-checkpoint.tmp", EIO, 0, 1);
+    auto [err, base] = ProduceTo(c, "epochfail", batch);
+    CHECK(fail.hits() == 1);
+    CHECK(err == 56);  // KAFKA_STORAGE_ERROR
+  }
+  CHECK(part->log_end_offset() == Offset(0));
+  auto [err, base] = ProduceTo(c, "epochfail", batch);
+  CHECK(err == 0);
+  CHECK(base == 0);
+  // The producer's retry is a duplicate now, and the log holds the batch exactly once.
+  CHECK(ProduceTo(c, "epochfail", batch) == std::pair<int16_t, int64_t>{0, 0});
+  CHECK(part->log_end_offset() == Offset(3));
+}
+
+TEST_CASE("a failed fsync takes the partition offline; after a restart the retry is a duplicate") {
+  TestBroker b;
+  Client c(b.port);
+  CreateTopicWith(c, "syncfail", {{"flush.messages", "1"}});
+  auto part = Served(b, "syncfail");
+  const std::string batch = MakeBatch(3, format::Compression::kNone, 78, 0, 0);
+  {
+    storage::testing::FailOp fail(FileOp::kSync, ".log", EIO);
+    CHECK(ProduceTo(c, "syncfail", batch).first == 56);  // KAFKA_STORAGE_ERROR
+    CHECK(fail.hits() >= 1);
+  }
+  CHECK(part->offline());
+  // Offline until a restart: nothing more is written or read.
+  CHECK(ProduceTo(c, "syncfail", MakeBatch(1)).first == 56);
+  protocol::FetchResponse f;
+  c.Call(MakeFetch("syncfail", 0, 0), 11, &f);
+  CHECK(f.responses[0].partitions[0].error_code == 56);
+  part.reset();
+
+  b.Restart();
+  Client c2(b.port);
+  // The batch did reach the log; producer state knows it, so the retry is not appended again.
+  CHECK(ProduceTo(c2, "syncfail", batch) == std::pair<int16_t, int64_t>{0, 0});
+  CHECK(Served(b, "syncfail")->log_end_offset() == Offset(3));
+}
+
+TEST_CASE("producer snapshots are written at each roll and at a clean shutdown, and restore dedup") {
+  TestBroker b;
+  Client c(b.port);
+  CreateTopicWith(c, "snap", {{"segment.bytes", "300"}});
+  const int64_t pid = 79;
+  int32_t seq = 0;
+  std::string last;
+  for (int i = 0; i < 6; ++i) {
+    last = MakeBatch(2, format::Compression::kNone, pid, 0, seq);
+    REQUIRE(ProduceTo(c, "snap", last).first == 0);
+    seq += 2;
+  }
+  auto snapshots = [&] {
+    std::vector<std::string> out;
+    auto files = ListDir(JoinPath(b.data_dir, "snap-0"));
+    REQUIRE(files.ok());
+    for (const std::string& f : *files) {
+      if (f.size() > 9 && f.substr(f.size() - 9) == ".snapshot") out.push_back(f);
+    }
+    return out;
+  };
+  // Each batch of ~100 bytes rolls a 300-byte segment every few batches.
+  CHECK(snapshots().size() >= 1);
+  b.Restart();
+  // The clean shutdown left one at the log end (12).
+  auto after = snapshots();
+  CHECK(std::find(after.begin(), after.end(), "00000000000000000012.snapshot") != after.end());
+  Client c2(b.port);
+  // The last batch again: answered from the restored state with its original offset.
+  CHECK(ProduceTo(c2, "snap", last) == std::pair<int16_t, int64_t>{0, 10});
+  CHECK(Served(b, "snap")->log_end_offset() == Offset(12));
 }
