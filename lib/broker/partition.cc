@@ -179,7 +179,7 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size) {
     bool idempotent = h.producer_id >= 0 && h.base_sequence >= 0;
     if (idempotent) {
       ProducerBatch original;
-      switch (producers_.Check(h.producer_id, h.producer_epoch, h.base_sequence,
+      switch (producers_.Check(ProducerId(h.producer_id), h.producer_epoch, h.base_sequence,
                                h.last_sequence(), &original)) {
         case SequenceCheck::kDuplicate:
           // A retry of a batch already in the log: answer as the first time, append nothing.
@@ -214,7 +214,7 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size) {
       pb.last_offset = appended->last_offset.value();
       pb.append_time = appended->log_append_time;
       pb.max_timestamp = appended->log_append_time >= 0 ? appended->log_append_time : h.max_timestamp;
-      producers_.Record(h.producer_id, h.producer_epoch, pb);
+      producers_.Record(ProducerId(h.producer_id), h.producer_epoch, pb);
     }
     if (!appended->flush_error.ok()) {
       // In the log (and in producer state, so a retry is not appended twice), but not durable.

@@ -17,12 +17,12 @@ bool InSequence(int32_t last_seq, int32_t first_seq) {
 }
 }  // namespace
 
-const ProducerEntry* ProducerStateTable::Find(int64_t pid) const {
+const ProducerEntry* ProducerStateTable::Find(ProducerId pid) const {
   auto it = producers_.find(pid);
   return it == producers_.end() ? nullptr : &it->second;
 }
 
-SequenceCheck ProducerStateTable::Check(int64_t pid, int16_t epoch, int32_t first_seq,
+SequenceCheck ProducerStateTable::Check(ProducerId pid, int16_t epoch, int32_t first_seq,
                                         int32_t last_seq, ProducerBatch* original) const {
   const ProducerEntry* e = Find(pid);
   if (e == nullptr || e->epoch < 0) return SequenceCheck::kAppend;
@@ -39,7 +39,7 @@ SequenceCheck ProducerStateTable::Check(int64_t pid, int16_t epoch, int32_t firs
                                                            : SequenceCheck::kOutOfOrder;
 }
 
-void ProducerStateTable::Record(int64_t pid, int16_t epoch, const ProducerBatch& batch) {
+void ProducerStateTable::Record(ProducerId pid, int16_t epoch, const ProducerBatch& batch) {
   ProducerEntry& e = producers_[pid];
   if (epoch != e.epoch) {
     e.epoch = epoch;
@@ -51,7 +51,7 @@ void ProducerStateTable::Record(int64_t pid, int16_t epoch, const ProducerBatch&
 
 void ProducerStateTable::Replay(const format::BatchHeader& h) {
   if (h.producer_id < 0 || h.base_sequence < 0 || h.control()) return;
-  ProducerEntry& e = producers_[h.producer_id];
+  ProducerEntry& e = producers_[ProducerId(h.producer_id)];
   if (h.producer_epoch < e.epoch) return;
   ProducerBatch b;
   b.first_seq = h.base_sequence;
@@ -60,7 +60,7 @@ void ProducerStateTable::Replay(const format::BatchHeader& h) {
   b.last_offset = h.base_offset + h.last_offset_delta;
   b.append_time = h.log_append_time() ? h.max_timestamp : -1;
   b.max_timestamp = h.max_timestamp;
-  Record(h.producer_id, h.producer_epoch, b);
+  Record(ProducerId(h.producer_id), h.producer_epoch, b);
 }
 
 std::string ProducerSnapshotFileName(Offset offset) {
@@ -74,15 +74,15 @@ Status ProducerStateTable::WriteSnapshot(const std::string& dir, Offset snapshot
   if (snapshot_offset.value() < 0)
     return Status::InvalidArgument("snapshot offset " + std::to_string(snapshot_offset.value()));
   // Producers in id order, so that equal tables give equal files.
-  std::vector<int64_t> pids;
+  std::vector<ProducerId> pids;
   pids.reserve(producers_.size());
   for (const auto& [pid, e] : producers_) pids.push_back(pid);
   std::sort(pids.begin(), pids.end());
   std::vector<format::ProducerSnapshotEntry> entries;
-  for (int64_t pid : pids) {
+  for (ProducerId pid : pids) {
     const ProducerEntry& e = producers_.at(pid);
     format::ProducerSnapshotEntry out;
-    out.producer_id = pid;
+    out.producer_id = pid.value();
     out.epoch = e.epoch;
     if (e.batches.empty()) entries.push_back(out);  // an epoch without a batch yet
     for (const ProducerBatch& b : e.batches) {
@@ -112,7 +112,7 @@ Result<ProducerStateTable> ProducerStateTable::LoadSnapshot(const std::string& p
                        in.offset_delta > in.last_offset)))
       return Status::Corruption(path + ": producer snapshot entry " + std::to_string(i) +
                                 " holds impossible values");
-    ProducerEntry& e = t.producers_[in.producer_id];
+    ProducerEntry& e = t.producers_[ProducerId(in.producer_id)];
     if (in.epoch != e.epoch) {
       e.epoch = in.epoch;
       e.batches.clear();

@@ -57,14 +57,14 @@ class ProducerStateTable {
  public:
   // Decides what to do with a batch from producer `pid`. On kDuplicate, *original is the batch
   // it duplicates.
-  SequenceCheck Check(int64_t pid, int16_t epoch, int32_t first_seq, int32_t last_seq,
+  SequenceCheck Check(ProducerId pid, int16_t epoch, int32_t first_seq, int32_t last_seq,
                       ProducerBatch* original) const;
   // Records a batch that was appended (after Check said kAppend).
-  void Record(int64_t pid, int16_t epoch, const ProducerBatch& batch);
+  void Record(ProducerId pid, int16_t epoch, const ProducerBatch& batch);
   // Replays a batch found in the log at start-up (no checks; a newer epoch resets the entry).
   void Replay(const format::BatchHeader& h);
   size_t size() const { return producers_.size(); }
-  const ProducerEntry* Find(int64_t pid) const;
+  const ProducerEntry* Find(ProducerId pid) const;
   bool operator==(const ProducerStateTable&) const = default;
 
   // Writes the table as the snapshot `<dir>/ProducerSnapshotFileName(snapshot_offset)`, where
@@ -80,7 +80,7 @@ class ProducerStateTable {
                                                  bool log_append_time = false);
 
  private:
-  std::unordered_map<int64_t, ProducerEntry> producers_;
+  std::unordered_map<ProducerId, ProducerEntry> producers_;
 };
 
 }  // namespace silt::broker

@@ -62,20 +62,20 @@ TEST_CASE("host:port parsing accepts listeners, bare pairs and bracketed IPv6") 
 
 TEST_CASE("producer state keeps five batches and tells duplicates from gaps") {
   ProducerStateTable t;
-  CHECK(t.Check(1, 0, 42, 42, nullptr) == SequenceCheck::kAppend);  // unknown: any start
-  for (int i = 0; i < 7; ++i) t.Record(1, 0, ProducerBatch{i * 10, i * 10 + 9, i * 100, i * 100 + 9, -1});
+  CHECK(t.Check(ProducerId(1), 0, 42, 42, nullptr) == SequenceCheck::kAppend);  // unknown: any start
+  for (int i = 0; i < 7; ++i) t.Record(ProducerId(1), 0, ProducerBatch{i * 10, i * 10 + 9, i * 100, i * 100 + 9, -1});
   ProducerBatch orig;
-  CHECK(t.Check(1, 0, 60, 69, &orig) == SequenceCheck::kDuplicate);
+  CHECK(t.Check(ProducerId(1), 0, 60, 69, &orig) == SequenceCheck::kDuplicate);
   CHECK(orig.base_offset == 600);
-  CHECK(t.Check(1, 0, 20, 29, &orig) == SequenceCheck::kDuplicate);
-  CHECK(t.Check(1, 0, 10, 19, &orig) == SequenceCheck::kOutOfOrder);  // older than the last 5
-  CHECK(t.Check(1, 0, 70, 75, nullptr) == SequenceCheck::kAppend);
-  CHECK(t.Check(1, 0, 71, 75, nullptr) == SequenceCheck::kOutOfOrder);
-  CHECK(t.Check(1, 1, 0, 3, nullptr) == SequenceCheck::kAppend);
-  CHECK(t.Check(1, 1, 5, 6, nullptr) == SequenceCheck::kOutOfOrder);
-  t.Record(1, 2, ProducerBatch{0, 0, 800, 800, -1});
-  CHECK(t.Check(1, 1, 70, 70, nullptr) == SequenceCheck::kFenced);
+  CHECK(t.Check(ProducerId(1), 0, 20, 29, &orig) == SequenceCheck::kDuplicate);
+  CHECK(t.Check(ProducerId(1), 0, 10, 19, &orig) == SequenceCheck::kOutOfOrder);  // older than the last 5
+  CHECK(t.Check(ProducerId(1), 0, 70, 75, nullptr) == SequenceCheck::kAppend);
+  CHECK(t.Check(ProducerId(1), 0, 71, 75, nullptr) == SequenceCheck::kOutOfOrder);
+  CHECK(t.Check(ProducerId(1), 1, 0, 3, nullptr) == SequenceCheck::kAppend);
+  CHECK(t.Check(ProducerId(1), 1, 5, 6, nullptr) == SequenceCheck::kOutOfOrder);
+  t.Record(ProducerId(1), 2, ProducerBatch{0, 0, 800, 800, -1});
+  CHECK(t.Check(ProducerId(1), 1, 70, 70, nullptr) == SequenceCheck::kFenced);
   // Sequence numbers wrap from INT32_MAX to 0.
-  t.Record(2, 0, ProducerBatch{2147483600, 2147483647, 0, 47, -1});
-  CHECK(t.Check(2, 0, 0, 5, nullptr) == SequenceCheck::kAppend);
+  t.Record(ProducerId(2), 0, ProducerBatch{2147483600, 2147483647, 0, 47, -1});
+  CHECK(t.Check(ProducerId(2), 0, 0, 5, nullptr) == SequenceCheck::kAppend);
 }

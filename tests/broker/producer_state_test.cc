@@ -53,7 +53,7 @@ struct Partition {
   void Produce(int64_t pid, int16_t epoch, int32_t seq, int records) {
     std::string b = IdempotentBatch(pid, epoch, seq, records, 1000 + seq);
     ProducerBatch original;
-    REQUIRE(table.Check(pid, epoch, seq, seq + records - 1, &original) == SequenceCheck::kAppend);
+    REQUIRE(table.Check(ProducerId(pid), epoch, seq, seq + records - 1, &original) == SequenceCheck::kAppend);
     auto r = log->Append(&b);
     REQUIRE_MESSAGE(r.ok(), r.status().ToString());
     ProducerBatch pb;
@@ -62,7 +62,7 @@ struct Partition {
     pb.base_offset = r->base_offset.value();
     pb.last_offset = r->last_offset.value();
     pb.max_timestamp = 1000 + seq + records - 1;
-    table.Record(pid, epoch, pb);
+    table.Record(ProducerId(pid), epoch, pb);
   }
 };
 
@@ -109,8 +109,8 @@ TEST_CASE("a producer snapshot round-trips and is named by its 20-digit offset")
   TempDir dir;
   ProducerStateTable t;
   for (int i = 0; i < 7; ++i)
-    t.Record(5, 2, {i * 2, i * 2 + 1, 10 + i * 2, 11 + i * 2, -1, 50 + i});
-  t.Record(9, 0, {0, 0, 30, 30, -1, 70});
+    t.Record(ProducerId(5), 2, {i * 2, i * 2 + 1, 10 + i * 2, 11 + i * 2, -1, 50 + i});
+  t.Record(ProducerId(9), 0, {0, 0, 30, 30, -1, 70});
   REQUIRE(t.WriteSnapshot(dir.path(), Offset(42)).ok());
   const std::string path = dir / "00000000000000000042.snapshot";
   REQUIRE(PathExists(path));
@@ -120,18 +120,18 @@ TEST_CASE("a producer snapshot round-trips and is named by its 20-digit offset")
   auto loaded = ProducerStateTable::LoadSnapshot(path);
   REQUIRE_MESSAGE(loaded.ok(), loaded.status().ToString());
   CHECK(*loaded == t);
-  CHECK(loaded->Find(5)->batches.size() == 5);
+  CHECK(loaded->Find(ProducerId(5))->batches.size() == 5);
   ProducerBatch dup;
-  CHECK(loaded->Check(5, 2, 4, 5, &dup) == SequenceCheck::kDuplicate);
+  CHECK(loaded->Check(ProducerId(5), 2, 4, 5, &dup) == SequenceCheck::kDuplicate);
   CHECK(dup.base_offset == 14);
-  CHECK(loaded->Check(5, 2, 14, 14, nullptr) == SequenceCheck::kAppend);
-  CHECK(loaded->Check(5, 1, 14, 14, nullptr) == SequenceCheck::kFenced);
+  CHECK(loaded->Check(ProducerId(5), 2, 14, 14, nullptr) == SequenceCheck::kAppend);
+  CHECK(loaded->Check(ProducerId(5), 1, 14, 14, nullptr) == SequenceCheck::kFenced);
 }
 
 TEST_CASE("a producer snapshot has Kafka's layout, field by field") {
   TempDir dir;
   ProducerStateTable t;
-  t.Record(0x0102030405060708, 7, {10, 12, 100, 102, -1, 5555});
+  t.Record(ProducerId(0x0102030405060708), 7, {10, 12, 100, 102, -1, 5555});
   REQUIRE(t.WriteSnapshot(dir.path(), Offset(103)).ok());
   std::string got = Slurp(dir / "00000000000000000103.snapshot");
   std::string body(4 + 46, '\0');
@@ -154,7 +154,7 @@ TEST_CASE("a producer snapshot has Kafka's layout, field by field") {
 TEST_CASE("a damaged producer snapshot is refused, whatever the damage") {
   TempDir dir;
   ProducerStateTable t;
-  t.Record(1, 0, {0, 4, 0, 4, -1, 9});
+  t.Record(ProducerId(1), 0, {0, 4, 0, 4, -1, 9});
   REQUIRE(t.WriteSnapshot(dir.path(), Offset(5)).ok());
   const std::string path = dir / "00000000000000000005.snapshot";
   const std::string good = Slurp(path);
