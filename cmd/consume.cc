@@ -40,13 +40,11 @@ struct ConsumeArgs {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true); }
 
-// Records `positions` for `group` under `topic`. The data dir is opened writable only for the
-// commit, so a producer can hold it in between; if one holds it now, wait a little for it.
+// Records `positions` for `group` under `topic`. The data dir is opened read-only with group
+// commits: no writer's lock is needed, so a producer running at the same time (e.g.
+// `tail -F log | silt produce`) never holds the consumer up.
 Status CommitPositions(const GlobalOptions& g, const std::string& group, const std::string& topic,
-                       const std::map<int32_t, int64_t>& positions, int64_t wait_ms) {
-  // Read-only with group commits: no need for the writer's lock, so a producer running at the
-  // same time (e.g. `tail -F log | silt produce`) does not hold the consumer up.
-  (void)wait_ms;
+                       const std::map<int32_t, int64_t>& positions) {
   storage::DataDir::Options o;
   o.read_only = true;
   o.group_commits = true;
@@ -157,11 +155,11 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
         [&out](std::string_view s) { return out.Write(s); });
   int64_t last_commit = 0;
   std::map<int32_t, int64_t> committed_positions = co.committed;
-  auto commit = [&](int64_t wait_ms) -> Status {
+  auto commit = [&]() -> Status {
     if (a.group.empty()) return Status::OK();
     auto pos = (*consumer)->Positions();
     if (pos == committed_positions) return Status::OK();
-    SILT_TRY(CommitPositions(g, a.group, a.topic, pos, wait_ms));
+    SILT_TRY(CommitPositions(g, a.group, a.topic, pos));
     committed_positions = pos;
     return Status::OK();
   };
@@ -172,9 +170,7 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
     }
     if (!a.group.empty() && MonotonicMs() - last_commit >= 1000) {
       last_commit = MonotonicMs();
-      Status st = commit(0);
-      // Busy: a producer holds the data dir; try again on a later idle moment.
-      if (!st.ok() && !st.IsBusy()) return st;
+      SILT_TRY(commit());
     }
     return Status::OK();
   };
@@ -183,7 +179,7 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
   if (out.broken() && out.error() != EPIPE)
     return Fail(std::string("writing to stdout: ") + std::strerror(out.error()));
   if (!st.ok()) return Fail(st);
-  st = commit(5000);
+  st = commit();
   if (!st.ok()) return Fail(st);
   return kExitOk;
 }
