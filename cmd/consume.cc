@@ -22,6 +22,7 @@
 #include "cmd/command.h"
 #include "cmd/net_util.h"
 #include "format/record_batch.h"
+#include "offsets/local.h"
 #include "storage/data_dir.h"
 
 namespace silt::cmd {
@@ -40,23 +41,16 @@ struct ConsumeArgs {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true); }
 
-// Records `positions` for `group` under `topic`. The data dir is opened read-only with group
-// commits: no writer's lock is needed, so a producer running at the same time (e.g.
-// `tail -F log | silt produce`) never holds the consumer up.
-Status CommitPositions(const GlobalOptions& g, const std::string& group, const std::string& topic,
-                       const std::map<int32_t, int64_t>& positions) {
-  storage::DataDir::Options o;
-  o.read_only = true;
-  o.group_commits = true;
-  o.create = false;
-  auto dir = storage::DataDir::Open(g.data_dir, o);
-  if (!dir.ok()) return dir.status().WithContext("recording the position of group '" + group + "'");
-  storage::DataDir::GroupOffsets offsets;
-  auto existing = (*dir)->GroupCommitted(group);
-  if (existing.ok()) offsets = *existing;
-  for (const auto& [p, o2] : positions) offsets[topic][p] = o2;
-  SILT_TRY((*dir)->CommitGroup(group, offsets));
-  return (*dir)->Close();
+// Records `positions` for `group` under `topic` in the data dir's __consumer_offsets. The dir
+// stays read-only: appending takes only that partition's writer lock, so a producer running
+// at the same time (e.g. `tail -F log | silt produce`) never holds the consumer up.
+Status CommitPositions(offsets::LocalOffsets* store, const std::string& group,
+                       const std::string& topic, const std::map<int32_t, int64_t>& positions) {
+  offsets::GroupOffsets o;
+  for (const auto& [p, off] : positions) o[topic][p].offset = off;
+  Status s = store->Commit(group, o);
+  if (!s.ok()) return s.WithContext("recording the position of group '" + group + "'");
+  return Status::OK();
 }
 
 void CatchSignals() {
@@ -121,13 +115,20 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
   co.partitions = a.partitions;
   co.start = *spec;
   co.follow = a.follow;
+  std::unique_ptr<offsets::LocalOffsets> store;
   if (!a.group.empty()) {
-    auto committed = (*dir)->GroupCommitted(a.group);
-    if (committed.ok()) {
-      auto t = committed->find(a.topic);
-      if (t != committed->end()) co.committed = t->second;
-    } else if (!committed.status().IsNotFound()) {
-      return Fail(committed.status());
+    // A broker owns the group's offsets while it runs; fail now rather than at the first commit.
+    if (auto pid = offsets::RunningBrokerPid(g.data_dir))
+      return Fail(offsets::BrokerRunningError(g.data_dir, *pid));
+    auto opened = offsets::LocalOffsets::Open(dir->get());
+    if (!opened.ok()) return Fail(opened.status());
+    store = std::move(opened).value();
+    auto committed = store->Group(a.group);
+    if (!committed.ok()) return Fail(committed.status());
+    if (*committed) {
+      auto t = (*committed)->offsets.find(a.topic);
+      if (t != (*committed)->offsets.end())
+        for (const auto& [p, c] : t->second) co.committed[p] = c.offset;
     }
   }
   auto consumer = client::LocalConsumer::Open(dir->get(), a.topic, co);
@@ -159,7 +160,7 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
     if (a.group.empty()) return Status::OK();
     auto pos = (*consumer)->Positions();
     if (pos == committed_positions) return Status::OK();
-    SILT_TRY(CommitPositions(g, a.group, a.topic, pos));
+    SILT_TRY(CommitPositions(store.get(), a.group, a.topic, pos));
     committed_positions = pos;
     return Status::OK();
   };
