@@ -13,7 +13,7 @@ start_broker() {
   "$SILT" serve -d "$D" --listen 127.0.0.1:0 --set group.initial.rebalance.delay.ms=0 2>"$TMP/broker.log" &
   BROKER_PID=$!
   BG_PIDS+=("$BROKER_PID")
-  if ! wait_for 20 grep -q "listening on" "$TMP/broker.log"; then
+  if ! wait_for 20 grep -qs "listening on" "$TMP/broker.log"; then
     echo "FAIL: the broker did not start:" >&2
     cat "$TMP/broker.log" >&2
     exit 1
@@ -79,5 +79,10 @@ assert_eq "yes" "$([ -f "$O/silt-groups.migrated/legacy.properties" ] && echo ye
   "and kept as silt-groups.migrated"
 expect_ok "describe after migration" "$SILT" group describe -d "$O" legacy --format json
 assert_contains "$OUT" '"partition":0,"committed_offset":5' "the new position is in __consumer_offsets"
+
+# Nobody writes the offsets topic but the store.
+run sh -c "echo x | '$SILT' produce -d '$D' -t __consumer_offsets"
+assert_eq 2 "$RC" "local produce to __consumer_offsets is refused"
+assert_contains "$ERR" "internal topic __consumer_offsets" "and says why"
 
 finish

@@ -23,7 +23,7 @@ local_out
 "$SILT" serve -d "$D" --listen 127.0.0.1:0 --set group.initial.rebalance.delay.ms=0 2>"$TMP/broker.log" &
 BROKER_PID=$!
 BG_PIDS+=("$BROKER_PID")
-if ! wait_for 20 grep -q "listening on" "$TMP/broker.log"; then
+if ! wait_for 20 grep -qs "listening on" "$TMP/broker.log"; then
   echo "FAIL: the broker did not start:" >&2
   cat "$TMP/broker.log" >&2
   exit 1
