@@ -35,6 +35,8 @@ Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bo
     if (dir.status().message().find(g.data_dir) != std::string::npos) return dir.status();
     return dir.status().WithContext("data directory '" + g.data_dir + "'");
   }
+  // The first writable open moves silt-groups/ (the layout before __consumer_offsets) over.
+  if (writable && (*dir)->HasLegacyGroups()) SILT_TRY(offsets::LocalOffsets::Open(dir->get()).status());
   return dir;
 }
 

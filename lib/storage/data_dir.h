@@ -1,4 +1,5 @@
-// A data directory: topics, their partitions and configs, and local consumer-group positions.
+// A data directory: topics, their partitions and configs, and the rules for the one topic that
+// lock-free local writers share (__consumer_offsets).
 //
 // Layout (Kafka's partition directories at the top, silt's own metadata beside them):
 //   <dir>/<topic>-<partition>/...           see format/layout.h

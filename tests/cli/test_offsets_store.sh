@@ -80,6 +80,15 @@ assert_eq "yes" "$([ -f "$O/silt-groups.migrated/legacy.properties" ] && echo ye
 expect_ok "describe after migration" "$SILT" group describe -d "$O" legacy --format json
 assert_contains "$OUT" '"partition":0,"committed_offset":5' "the new position is in __consumer_offsets"
 
+# Any writable open migrates too.
+O2="$TMP/old2"
+mkdir -p "$O2/silt-groups"
+printf 't/0=1\n' >"$O2/silt-groups/g2.properties"
+expect_ok "topic create migrates" "$SILT" topic create -d "$O2" t
+assert_eq "no" "$([ -d "$O2/silt-groups" ] && echo yes || echo no)" "silt-groups is gone after a writable open"
+expect_ok "group list after a writable open" "$SILT" group list -d "$O2"
+assert_eq "g2" "$OUT" "the migrated group is listed"
+
 # Nobody writes the offsets topic but the store.
 run sh -c "echo x | '$SILT' produce -d '$D' -t __consumer_offsets"
 assert_eq 2 "$RC" "local produce to __consumer_offsets is refused"
