@@ -9,16 +9,19 @@ expect_ok "topic create" "$SILT" topic create -d "$D" t --partitions 2
 seq 1 10 | "$SILT" produce -d "$D" -t t -p 0
 seq 11 20 | "$SILT" produce -d "$D" -t t -p 1
 
+STARTS=0
 start_broker() {
-  "$SILT" serve -d "$D" --listen 127.0.0.1:0 --set group.initial.rebalance.delay.ms=0 2>"$TMP/broker.log" &
+  STARTS=$((STARTS + 1))
+  local log="$TMP/broker-$STARTS.log"  # a fresh file: never the last run's "listening on"
+  "$SILT" serve -d "$D" --listen 127.0.0.1:0 --set group.initial.rebalance.delay.ms=0 2>"$log" &
   BROKER_PID=$!
   BG_PIDS+=("$BROKER_PID")
-  if ! wait_for 20 grep -qs "listening on" "$TMP/broker.log"; then
+  if ! wait_for 20 grep -qs "listening on" "$log"; then
     echo "FAIL: the broker did not start:" >&2
-    cat "$TMP/broker.log" >&2
+    cat "$log" >&2
     exit 1
   fi
-  B=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$TMP/broker.log" | head -1)
+  B=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$log" | head -1)
 }
 stop_broker() {
   kill -TERM "$BROKER_PID"
