@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "base/file.h"
+#include "offsets/local.h"
 #include "storage/data_dir.h"
 
 namespace silt::cmd {
@@ -27,9 +28,15 @@ Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bo
   o.create = writable;
   auto dir = storage::DataDir::Open(g.data_dir, o);
   if (!dir.ok()) {
+    if (dir.status().IsBusy()) {
+      if (auto pid = offsets::RunningBrokerPid(g.data_dir))
+        return offsets::BrokerRunningError(g.data_dir, *pid);
+    }
     if (dir.status().message().find(g.data_dir) != std::string::npos) return dir.status();
     return dir.status().WithContext("data directory '" + g.data_dir + "'");
   }
+  // The first writable open moves silt-groups/ (the layout before __consumer_offsets) over.
+  if (writable && (*dir)->HasLegacyGroups()) SILT_TRY(offsets::LocalOffsets::Open(dir->get()).status());
   return dir;
 }
 

@@ -19,7 +19,9 @@ namespace silt::cmd {
 void AddDataDirOption(CLI::App* app, GlobalOptions* g);
 
 // Opens the data dir. Read-only opens take no lock and require the directory to exist; writable
-// opens create it and take its lock (Busy, naming the holder, if another process has it).
+// opens create it and take its lock (Busy, naming the holder, if another process has it; when
+// that is a broker, the error says so and points to -b), and move legacy silt-groups/ offsets
+// into __consumer_offsets (offsets::MigrateLegacyGroups).
 Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bool writable);
 
 // Buffered stdout. Write() returns false once the reader has gone away (EPIPE): the caller

@@ -22,6 +22,7 @@
 #include "cmd/command.h"
 #include "cmd/net_util.h"
 #include "format/record_batch.h"
+#include "offsets/local.h"
 #include "storage/data_dir.h"
 
 namespace silt::cmd {
@@ -40,27 +41,6 @@ struct ConsumeArgs {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true); }
 
-// Records `positions` for `group` under `topic`. The data dir is opened writable only for the
-// commit, so a producer can hold it in between; if one holds it now, wait a little for it.
-Status CommitPositions(const GlobalOptions& g, const std::string& group, const std::string& topic,
-                       const std::map<int32_t, int64_t>& positions, int64_t wait_ms) {
-  // Read-only with group commits: no need for the writer's lock, so a producer running at the
-  // same time (e.g. `tail -F log | silt produce`) does not hold the consumer up.
-  (void)wait_ms;
-  storage::DataDir::Options o;
-  o.read_only = true;
-  o.group_commits = true;
-  o.create = false;
-  auto dir = storage::DataDir::Open(g.data_dir, o);
-  if (!dir.ok()) return dir.status().WithContext("recording the position of group '" + group + "'");
-  storage::DataDir::GroupOffsets offsets;
-  auto existing = (*dir)->GroupCommitted(group);
-  if (existing.ok()) offsets = *existing;
-  for (const auto& [p, o2] : positions) offsets[topic][p] = o2;
-  SILT_TRY((*dir)->CommitGroup(group, offsets));
-  return (*dir)->Close();
-}
-
 void CatchSignals() {
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
@@ -69,74 +49,50 @@ void CatchSignals() {
   ::sigaction(SIGTERM, &sa, nullptr);
 }
 
-// Network mode: the same output through client::NetConsumer (and a Kafka consumer group with -g).
-int RunNet(const GlobalOptions& g, const ConsumeArgs& a, const client::OffsetSpec& spec,
-           const client::RecordFormatter& f) {
-  auto cluster = ConnectCluster(g);
-  if (!cluster.ok()) return Fail(cluster.status());
-  client::NetConsumerOptions co;
+// The consumer of either mode, with what it reads from (kept alive as long as it).
+struct Source {
+  std::unique_ptr<storage::DataDir> dir;
+  std::unique_ptr<client::Cluster> cluster;
+  std::unique_ptr<client::Consumer> consumer;
+};
+
+Result<Source> OpenSource(const GlobalOptions& g, const ConsumeArgs& a,
+                          const client::OffsetSpec& spec) {
+  Source s;
+  if (NetworkMode(g)) {
+    if (!a.group.empty() && !a.partitions.empty())
+      return Status::InvalidArgument("-p cannot be used with -g: the group assigns the partitions");
+    SILT_ASSIGN_OR_RETURN(s.cluster, ConnectCluster(g));
+    client::NetConsumerOptions co;
+    co.partitions = a.partitions;
+    co.start = spec;
+    co.follow = a.follow;
+    co.group = a.group;
+    SILT_ASSIGN_OR_RETURN(s.consumer, client::NetConsumer::Open(s.cluster.get(), a.topic, co));
+    return s;
+  }
+  SILT_ASSIGN_OR_RETURN(s.dir, OpenDataDir(g, false));
+  client::ConsumerOptions co;
   co.partitions = a.partitions;
   co.start = spec;
   co.follow = a.follow;
   co.group = a.group;
-  if (!a.group.empty() && !a.partitions.empty())
-    return Fail("-p cannot be used with -g: the group assigns the partitions");
-  auto consumer = client::NetConsumer::Open(cluster->get(), a.topic, co);
-  if (!consumer.ok()) return Fail(consumer.status());
-  CatchSignals();
-  Output out;
-  int64_t delivered = 0;
-  const int64_t limit = a.count;
-  auto fn = [&](int32_t partition, const format::RecordView& r) {
-    f.Append(a.topic, partition, r, out.buffer());
-    ++delivered;
-    if (!out.MaybeFlush()) return false;
-    return limit < 0 || delivered < limit;
-  };
-  auto after_batch = [&]() -> Status {
-    // Flushed before the group commits, so a committed record has reached the reader.
-    if (!out.Flush()) g_stop.store(true);
-    return Status::OK();
-  };
-  Status st = limit == 0 ? Status::OK() : (*consumer)->Run(fn, after_batch, &g_stop);
-  out.Flush();
-  Status closed = (*consumer)->Close();
-  if (out.broken() && out.error() != EPIPE)
-    return Fail(std::string("writing to stdout: ") + std::strerror(out.error()));
-  if (!st.ok()) return Fail(st);
-  if (!closed.ok()) return Fail(closed);
-  return kExitOk;
+  SILT_ASSIGN_OR_RETURN(s.consumer, client::LocalConsumer::Open(s.dir.get(), a.topic, co));
+  return s;
 }
 
+// One loop for both modes: the consumer delivers, this formats and writes.
 int Run(const GlobalOptions& g, const ConsumeArgs& a) {
   auto spec = client::ParseOffsetSpec(a.offset);
   if (!spec.ok()) return Fail(spec.status());
   auto formatter = client::RecordFormatter::Parse(a.format);
   if (!formatter.ok()) return Fail(formatter.status());
-  if (NetworkMode(g)) return RunNet(g, a, *spec, *formatter);
-
-  auto dir = OpenDataDir(g, false);
-  if (!dir.ok()) return Fail(dir.status());
+  auto source = OpenSource(g, a, *spec);
+  if (!source.ok()) return Fail(source.status());
+  client::Consumer& consumer = *source->consumer;
   if (a.count == 0) return kExitOk;
 
-  client::ConsumerOptions co;
-  co.partitions = a.partitions;
-  co.start = *spec;
-  co.follow = a.follow;
-  if (!a.group.empty()) {
-    auto committed = (*dir)->GroupCommitted(a.group);
-    if (committed.ok()) {
-      auto t = committed->find(a.topic);
-      if (t != committed->end()) co.committed = t->second;
-    } else if (!committed.status().IsNotFound()) {
-      return Fail(committed.status());
-    }
-  }
-  auto consumer = client::LocalConsumer::Open(dir->get(), a.topic, co);
-  if (!consumer.ok()) return Fail(consumer.status());
-
   CatchSignals();
-
   Output out;
   const client::RecordFormatter& f = *formatter;
   const std::string& topic = a.topic;
@@ -148,43 +104,27 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
     if (!out.MaybeFlush()) return false;
     return limit < 0 || delivered < limit;
   };
-  // Without a count to stop at, long stretches are formatted on both cores.
+  // Without a count to stop at, long stretches may be formatted on both cores.
   if (limit < 0)
-    (*consumer)->SetBulkOutput(
+    consumer.SetBulkOutput(
         [&f, &topic](int32_t partition, const format::RecordView& r, std::string* o) {
           f.Append(topic, partition, r, o);
         },
         [&out](std::string_view s) { return out.Write(s); });
-  int64_t last_commit = 0;
-  std::map<int32_t, int64_t> committed_positions = co.committed;
-  auto commit = [&](int64_t wait_ms) -> Status {
-    if (a.group.empty()) return Status::OK();
-    auto pos = (*consumer)->Positions();
-    if (pos == committed_positions) return Status::OK();
-    SILT_TRY(CommitPositions(g, a.group, a.topic, pos, wait_ms));
-    committed_positions = pos;
-    return Status::OK();
-  };
+  // Flushed before the group commits, so a committed record has reached the reader.
   auto on_idle = [&]() -> Status {
-    if (!out.Flush()) {
-      g_stop.store(true);  // the reader went away
-      return Status::OK();
-    }
-    if (!a.group.empty() && MonotonicMs() - last_commit >= 1000) {
-      last_commit = MonotonicMs();
-      Status st = commit(0);
-      // Busy: a producer holds the data dir; try again on a later idle moment.
-      if (!st.ok() && !st.IsBusy()) return st;
-    }
+    if (!out.Flush()) g_stop.store(true);  // the reader went away
     return Status::OK();
   };
-  Status st = (*consumer)->Run(fn, on_idle, &g_stop);
+  Status st = consumer.Run(fn, on_idle, &g_stop);
   out.Flush();
-  if (out.broken() && out.error() != EPIPE)
-    return Fail(std::string("writing to stdout: ") + std::strerror(out.error()));
+  // A reader that went away (EPIPE) took what it wanted: commit. Another write error lost
+  // records the positions count as delivered: do not.
+  const bool write_failed = out.broken() && out.error() != EPIPE;
+  Status closed = consumer.Close(/*commit=*/!write_failed);
+  if (write_failed) return Fail(std::string("writing to stdout: ") + std::strerror(out.error()));
   if (!st.ok()) return Fail(st);
-  st = commit(5000);
-  if (!st.ok()) return Fail(st);
+  if (!closed.ok()) return Fail(closed);
   return kExitOk;
 }
 

@@ -1,5 +1,5 @@
-// `silt group list|describe|reset-offsets|delete`: consumer-group positions recorded in a local
-// data dir by `silt consume -g`.
+// `silt group list|describe|reset-offsets|delete`: consumer groups' committed offsets, in a
+// data dir's __consumer_offsets (offsets/local.h) or at a cluster's group coordinator (-b).
 #include <CLI/CLI.hpp>
 
 #include <nlohmann/json.hpp>
@@ -17,7 +17,6 @@
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
 #include "cmd/net_util.h"
-#include "storage/data_dir.h"
 
 namespace silt::cmd {
 namespace {
@@ -36,173 +35,13 @@ struct GroupArgs {
 
 void Print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
-int List(const GlobalOptions& g, const GroupArgs& a) {
-  auto dir = OpenDataDir(g, false);
-  if (!dir.ok()) return Fail(dir.status());
-  std::string out;
-  for (const std::string& name : (*dir)->ListGroups()) {
-    if (a.format == "json")
-      out += nlohmann::ordered_json({{"group", name}}).dump() + "\n";
-    else
-      out += name + "\n";
-  }
-  Print(out);
-  return kExitOk;
-}
-
-Result<storage::DataDir::GroupOffsets> Committed(storage::DataDir* dir, const std::string& group) {
-  auto c = dir->GroupCommitted(group);
-  if (!c.ok() && c.status().IsNotFound())
-    return Status::NotFound("consumer group '" + group + "' does not exist");
-  return c;
-}
-
-int Describe(const GlobalOptions& g, const GroupArgs& a) {
-  auto dir = OpenDataDir(g, false);
-  if (!dir.ok()) return Fail(dir.status());
-  auto committed = Committed(dir->get(), a.group);
-  if (!committed.ok()) return Fail(committed.status());
-  const bool human = client::IsTerminal(1);
-  client::Table t({"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"});
-  std::string out;
-  for (const auto& [topic, parts] : *committed) {
-    auto info = (*dir)->GetTopic(topic);
-    std::vector<int32_t> present;
-    if (info.ok()) present = info->partition_ids;
-    // Every partition of the topic, committed or not, so lag is visible everywhere.
-    std::map<int32_t, std::optional<int64_t>> rows;
-    for (int32_t p : present) rows[p] = std::nullopt;
-    for (const auto& [p, o] : parts) rows[p] = o;
-    for (const auto& [p, o] : rows) {
-      std::optional<int64_t> end;
-      if (std::find(present.begin(), present.end(), p) != present.end()) {
-        auto log = (*dir)->Partition(topic, p);
-        if (!log.ok()) return Fail(log.status());
-        end = (*log)->log_end_offset().value();
-      }
-      std::optional<int64_t> lag;
-      if (o && end) lag = *end - *o;
-      if (a.format == "json") {
-        nlohmann::ordered_json j = {{"group", a.group}, {"topic", topic}, {"partition", p}};
-        j["committed_offset"] = o ? nlohmann::ordered_json(*o) : nlohmann::ordered_json(nullptr);
-        j["log_end_offset"] = end ? nlohmann::ordered_json(*end) : nlohmann::ordered_json(nullptr);
-        j["lag"] = lag ? nlohmann::ordered_json(*lag) : nlohmann::ordered_json(nullptr);
-        out += j.dump() + "\n";
-      } else {
-        auto cell = [](const std::optional<int64_t>& v) { return v ? Num(*v) : std::string("-"); };
-        t.AddRow({a.group, topic, Num(p), cell(o), cell(end), cell(lag)});
-      }
-    }
-  }
-  if (a.format != "json") out = t.Render(human);
-  Print(out);
-  return kExitOk;
-}
-
-// Checks that exactly one reset target was given; for --to-datetime, parses it into *when.
-Status CheckResetTarget(const GroupArgs& a, std::optional<int64_t>* when) {
-  int modes = a.to_earliest + a.to_latest + a.to_offset.has_value() + !a.to_datetime.empty() +
-              a.shift_by.has_value();
-  if (modes != 1)
-    return Status::InvalidArgument(
-        "reset-offsets needs exactly one of --to-earliest, --to-latest, --to-offset, "
-        "--to-datetime, --shift-by");
-  if (!a.to_datetime.empty()) {
-    SILT_ASSIGN_OR_RETURN(int64_t ts, client::ParseTimestampMs(a.to_datetime));
-    *when = ts;
-  }
-  return Status::OK();
-}
-
-int ResetOffsets(const GlobalOptions& g, const GroupArgs& a) {
-  std::optional<int64_t> when;
-  if (Status st = CheckResetTarget(a, &when); !st.ok()) return Fail(st);
-  auto dir = OpenDataDir(g, a.execute);
-  if (!dir.ok()) return Fail(dir.status());
-  auto info = (*dir)->GetTopic(a.topic);
-  if (!info.ok()) {
-    if (info.status().IsNotFound()) return Fail("topic '" + a.topic + "' does not exist");
-    return Fail(info.status());
-  }
-  storage::DataDir::GroupOffsets all;
-  auto committed = (*dir)->GroupCommitted(a.group);
-  if (committed.ok()) all = *committed;
-  else if (!committed.status().IsNotFound()) return Fail(committed.status());
-  const auto& current = all[a.topic];
-
-  client::Table t({"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"});
-  std::string json_out;
-  std::map<int32_t, int64_t> plan;
-  for (int32_t p : info->partition_ids) {
-    auto log = (*dir)->Partition(a.topic, p);
-    if (!log.ok()) return Fail(log.status());
-    const int64_t start = (*log)->log_start_offset().value();
-    const int64_t end = (*log)->log_end_offset().value();
-    auto cur_it = current.find(p);
-    std::optional<int64_t> cur;
-    if (cur_it != current.end()) cur = cur_it->second;
-    int64_t target;
-    if (a.to_earliest) {
-      target = start;
-    } else if (a.to_latest) {
-      target = end;
-    } else if (a.to_offset) {
-      target = *a.to_offset;
-    } else if (when) {
-      auto r = (*log)->OffsetForTimestamp(*when);
-      if (r.ok()) target = r->value();
-      else if (r.status().IsNotFound()) target = end;
-      else return Fail(r.status());
-    } else {
-      target = (cur ? *cur : start) + *a.shift_by;
-    }
-    // Kafka clamps a reset into the partition's readable range.
-    target = std::clamp(target, start, end);
-    plan[p] = target;
-    if (a.format == "json") {
-      nlohmann::ordered_json j = {{"group", a.group}, {"topic", a.topic}, {"partition", p}};
-      j["current_offset"] = cur ? nlohmann::ordered_json(*cur) : nlohmann::ordered_json(nullptr);
-      j["new_offset"] = target;
-      json_out += j.dump() + "\n";
-    } else {
-      t.AddRow({a.group, a.topic, Num(p), cur ? Num(*cur) : "-", Num(target)});
-    }
-  }
-  if (a.execute) {
-    for (const auto& [p, o] : plan) all[a.topic][p] = o;
-    Status st = (*dir)->CommitGroup(a.group, all);
-    if (!st.ok()) return Fail(st);
-    st = (*dir)->Close();
-    if (!st.ok()) return Fail(st);
-  }
-  const bool human = client::IsTerminal(1);
-  Print(a.format == "json" ? json_out : t.Render(human));
-  if (!a.execute && human)
-    std::fprintf(stderr, "dry run: nothing changed; add --execute to apply this plan\n");
-  return kExitOk;
-}
-
-int Delete(const GlobalOptions& g, const GroupArgs& a) {
-  auto dir = OpenDataDir(g, true);
-  if (!dir.ok()) return Fail(dir.status());
-  Status st = (*dir)->DeleteGroup(a.group);
-  if (st.IsNotFound()) return Fail("consumer group '" + a.group + "' does not exist");
-  if (!st.ok()) return Fail(st);
-  st = (*dir)->Close();
-  if (!st.ok()) return Fail(st);
-  return kExitOk;
-}
-
-
-// ---- network mode (-b): Kafka's group APIs at the group coordinator ---------------------------
-
 using Json = nlohmann::ordered_json;
 
 Json OptNum(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(nullptr); }
 std::string Cell(const std::optional<int64_t>& v) { return v ? Num(*v) : std::string("-"); }
 
-int NetList(client::Cluster* c, const GroupArgs& a) {
-  auto groups = client::ListGroups(c);
+int List(client::Admin* admin, const GroupArgs& a) {
+  auto groups = admin->ListGroups();
   if (!groups.ok()) return Fail(groups.status());
   std::string out;
   for (const auto& gl : *groups) {
@@ -215,20 +54,21 @@ int NetList(client::Cluster* c, const GroupArgs& a) {
   return kExitOk;
 }
 
-// Log end offsets of every partition of `topic` (empty when the topic is gone).
-std::map<int32_t, int64_t> LogEnds(client::Cluster* c, const std::string& topic, int64_t ts = -1) {
-  auto meta = c->Topic(topic, false);
-  if (!meta.ok()) return {};
-  std::map<int32_t, int64_t> q;
-  for (const auto& p : meta->partitions) q[p.partition] = ts;
-  auto r = client::ListOffsets(c, topic, q);
-  return r.ok() ? *r : std::map<int32_t, int64_t>{};
+// partition -> log end offset of every partition of `topic` (empty when the topic is gone).
+std::map<int32_t, int64_t> LogEnds(client::Admin* admin, const std::string& topic) {
+  std::map<int32_t, int64_t> out;
+  auto d = admin->DescribeTopic(topic);
+  if (d.ok())
+    for (const auto& p : d->partitions) out[p.partition] = p.log_end_offset;
+  return out;
 }
 
-int NetDescribe(client::Cluster* c, const GroupArgs& a) {
-  auto desc = client::DescribeGroup(c, a.group);
+// One schema in both modes (man/silt-group.1): a first line for the group, then one per
+// partition of every topic it has offsets in or is assigned.
+int Describe(client::Admin* admin, const GroupArgs& a) {
+  auto desc = admin->DescribeGroup(a.group);
   if (!desc.ok()) return Fail(desc.status());
-  auto committed = client::FetchCommitted(c, a.group);
+  auto committed = admin->FetchCommitted(a.group, std::nullopt);
   if (!committed.ok()) return Fail(committed.status());
   if (desc->state == "Dead" && committed->empty())
     return Fail("consumer group '" + a.group + "' does not exist");
@@ -264,7 +104,8 @@ int NetDescribe(client::Cluster* c, const GroupArgs& a) {
            "\n";
   }
   for (const std::string& topic : topics) {
-    std::map<int32_t, int64_t> ends = LogEnds(c, topic);
+    std::map<int32_t, int64_t> ends = LogEnds(admin, topic);
+    // Every partition of the topic, committed or not, so lag is visible everywhere.
     std::map<int32_t, std::optional<int64_t>> rows;
     for (const auto& [p, e] : ends) rows[p] = std::nullopt;
     auto ct = committed->find(topic);
@@ -303,36 +144,52 @@ int NetDescribe(client::Cluster* c, const GroupArgs& a) {
   return kExitOk;
 }
 
-int NetResetOffsets(client::Cluster* c, const GroupArgs& a) {
+// Checks that exactly one reset target was given; for --to-datetime, parses it into *when.
+Status CheckResetTarget(const GroupArgs& a, std::optional<int64_t>* when) {
+  int modes = a.to_earliest + a.to_latest + a.to_offset.has_value() + !a.to_datetime.empty() +
+              a.shift_by.has_value();
+  if (modes != 1)
+    return Status::InvalidArgument(
+        "reset-offsets needs exactly one of --to-earliest, --to-latest, --to-offset, "
+        "--to-datetime, --shift-by");
+  if (!a.to_datetime.empty()) {
+    SILT_ASSIGN_OR_RETURN(int64_t ts, client::ParseTimestampMs(a.to_datetime));
+    *when = ts;
+  }
+  return Status::OK();
+}
+
+int ResetOffsets(client::Admin* admin, const GroupArgs& a) {
   std::optional<int64_t> when;
   if (Status st = CheckResetTarget(a, &when); !st.ok()) return Fail(st);
-  auto meta = c->Topic(a.topic, false);
-  if (!meta.ok()) {
-    if (meta.status().IsNotFound()) return Fail("topic '" + a.topic + "' does not exist");
-    return Fail(meta.status());
-  }
+  auto topic = admin->DescribeTopic(a.topic);
+  if (!topic.ok()) return Fail(topic.status());
   if (a.execute) {
     // Like Kafka's tool: positions move only while no consumer holds them.
-    auto desc = client::DescribeGroup(c, a.group);
+    auto desc = admin->DescribeGroup(a.group);
     if (!desc.ok()) return Fail(desc.status());
     if (!desc->members.empty())
       return Fail("consumer group '" + a.group + "' has " + std::to_string(desc->members.size()) +
                   " active member(s) (state " + desc->state +
                   "); stop its consumers before resetting offsets");
   }
-  auto committed = client::FetchCommitted(c, a.group, std::vector<std::string>{a.topic});
+  auto committed = admin->FetchCommitted(a.group, std::vector<std::string>{a.topic});
   if (!committed.ok()) return Fail(committed.status());
   const auto& current = (*committed)[a.topic];
-  std::map<int32_t, int64_t> starts = LogEnds(c, a.topic, -2);
-  std::map<int32_t, int64_t> ends = LogEnds(c, a.topic, -1);
   std::map<int32_t, int64_t> at_time;
-  if (when) at_time = LogEnds(c, a.topic, *when);
+  if (when) {
+    std::map<int32_t, int64_t> q;
+    for (const auto& p : topic->partitions) q[p.partition] = *when;
+    auto r = admin->ListOffsets(a.topic, q);
+    if (!r.ok()) return Fail(r.status());
+    at_time = *r;
+  }
   client::Table t({"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"});
   std::string json_out;
   std::map<int32_t, int64_t> plan;
-  for (const auto& pm : meta->partitions) {
-    const int32_t p = pm.partition;
-    const int64_t start = starts[p], end = ends[p];
+  for (const auto& pd : topic->partitions) {
+    const int32_t p = pd.partition;
+    const int64_t start = pd.log_start_offset, end = pd.log_end_offset;
     std::optional<int64_t> cur;
     auto it = current.find(p);
     if (it != current.end()) cur = it->second;
@@ -342,6 +199,7 @@ int NetResetOffsets(client::Cluster* c, const GroupArgs& a) {
     else if (a.to_offset) target = *a.to_offset;
     else if (when) target = at_time[p] < 0 ? end : at_time[p];
     else target = (cur ? *cur : start) + *a.shift_by;
+    // Kafka clamps a reset into the partition's readable range.
     target = std::clamp(target, start, end);
     plan[p] = target;
     if (a.format == "json") {
@@ -350,11 +208,11 @@ int NetResetOffsets(client::Cluster* c, const GroupArgs& a) {
       j["new_offset"] = target;
       json_out += j.dump() + "\n";
     } else {
-      t.AddRow({a.group, a.topic, Num(p), cur ? Num(*cur) : "-", Num(target)});
+      t.AddRow({a.group, a.topic, Num(p), Cell(cur), Num(target)});
     }
   }
   if (a.execute) {
-    Status st = client::CommitOffsetsStandalone(c, a.group, {{a.topic, plan}});
+    Status st = admin->CommitOffsets(a.group, {{a.topic, plan}});
     if (!st.ok()) return Fail(st);
   }
   const bool human = client::IsTerminal(1);
@@ -364,16 +222,22 @@ int NetResetOffsets(client::Cluster* c, const GroupArgs& a) {
   return kExitOk;
 }
 
-int NetDelete(client::Cluster* c, const GroupArgs& a) {
-  Status st = client::DeleteGroup(c, a.group);
+int Delete(client::Admin* admin, const GroupArgs& a) {
+  Status st = admin->DeleteGroup(a.group);
   if (!st.ok()) return Fail(st);
   return kExitOk;
 }
 
-int RunNet(const GlobalOptions& g, const GroupArgs& a, int (*fn)(client::Cluster*, const GroupArgs&)) {
-  auto c = ConnectCluster(g);
-  if (!c.ok()) return Fail(c.status());
-  return fn(c->get(), a);
+// Runs `fn` on the admin of the cluster or of the data dir (writable when `writable`, then
+// closed so its lock goes).
+int Run(const GlobalOptions& g, const GroupArgs& a, bool writable,
+        int (*fn)(client::Admin*, const GroupArgs&)) {
+  auto admin = OpenAdmin(g, writable);
+  if (!admin.ok()) return Fail(admin.status());
+  int rc = fn(admin->get(), a);
+  Status st = (*admin)->Close();
+  if (rc == kExitOk && !st.ok()) return Fail(st);
+  return rc;
 }
 
 }  // namespace
@@ -418,16 +282,10 @@ RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g) {
   AddBootstrapOption(del, g);
 
   return [=]() {
-    if (NetworkMode(*g)) {
-      if (list->parsed()) return RunNet(*g, *a, NetList);
-      if (describe->parsed()) return RunNet(*g, *a, NetDescribe);
-      if (reset->parsed()) return RunNet(*g, *a, NetResetOffsets);
-      if (del->parsed()) return RunNet(*g, *a, NetDelete);
-    }
-    if (list->parsed()) return List(*g, *a);
-    if (describe->parsed()) return Describe(*g, *a);
-    if (reset->parsed()) return ResetOffsets(*g, *a);
-    if (del->parsed()) return Delete(*g, *a);
+    if (list->parsed()) return Run(*g, *a, false, List);
+    if (describe->parsed()) return Run(*g, *a, false, Describe);
+    if (reset->parsed()) return Run(*g, *a, a->execute, ResetOffsets);
+    if (del->parsed()) return Run(*g, *a, true, Delete);
     return Fail("group: expected a subcommand: list, describe, reset-offsets or delete");
   };
 }

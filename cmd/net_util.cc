@@ -3,7 +3,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "client/admin.h"
 #include "client/cluster.h"
+#include "client/local_admin.h"
+#include "cmd/cli_util.h"
+#include "storage/data_dir.h"
 
 namespace silt::cmd {
 
@@ -19,6 +23,15 @@ Result<std::unique_ptr<client::Cluster>> ConnectCluster(const GlobalOptions& g) 
   o.bootstrap = std::move(bootstrap);
   o.client_id = "silt";
   return client::Cluster::Connect(o);
+}
+
+Result<std::unique_ptr<client::Admin>> OpenAdmin(const GlobalOptions& g, bool writable) {
+  if (NetworkMode(g)) {
+    SILT_ASSIGN_OR_RETURN(std::unique_ptr<client::Cluster> c, ConnectCluster(g));
+    return client::NewNetAdmin(std::move(c));
+  }
+  SILT_ASSIGN_OR_RETURN(std::unique_ptr<storage::DataDir> dir, OpenDataDir(g, writable));
+  return client::NewLocalAdmin(std::move(dir));
 }
 
 }  // namespace silt::cmd

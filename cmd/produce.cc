@@ -1,6 +1,6 @@
-// `silt produce`: lines (or JSON objects) from files or stdin into a topic of a local data dir.
-// The batching and partitioning live in client/local_producer; this file parses flags, reads
-// input and reports.
+// `silt produce`: lines (or JSON objects) from files or stdin into a topic of a local data dir
+// or (with -b) a cluster. The batching and partitioning live in client/ behind
+// client::Producer; this file parses flags, reads input and reports, once for both modes.
 #include <CLI/CLI.hpp>
 
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 #include "client/net_producer.h"
 #include "client/record_format.h"
 #include "client/table.h"
+#include "protocol/consumer_offsets.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
 #include "cmd/net_util.h"
@@ -43,23 +44,6 @@ struct ProduceArgs {
   bool no_create = false;
   std::string acks = "all";
   bool no_idempotence = false;
-};
-
-// The network producer in the shape the input loop expects of LocalProducer.
-class NetSink {
- public:
-  explicit NetSink(client::NetProducer* p) : p_(p) {}
-  Status Send(std::optional<std::string_view> key, std::optional<std::string_view> value,
-              const client::HeaderViews& headers, int64_t ts) {
-    return p_->Send(key, value, headers, ts);
-  }
-  Status SendPending() { return p_->Poll(); }
-  Status Flush() { return p_->Flush(); }
-  int64_t records_appended() const { return p_->records_sent(); }
-  int64_t max_message_bytes() const { return format::kDefaultMaxMessageBytes; }
-
- private:
-  client::NetProducer* p_;
 };
 
 Result<format::Compression> ParseCompression(const std::string& s) {
@@ -102,10 +86,9 @@ class Progress {
   bool shown_ = false;
 };
 
-// Reads every input and hands each record to `p` (LocalProducer or NetSink). Stops at the first
-// failure, which it stores in *failed with *failed_where naming the input line.
-template <class P>
-void PumpInputs(P& p, const ProduceArgs& a,
+// Reads every input and hands each record to `p`. Stops at the first failure, which it stores
+// in *failed with *failed_where naming the input line.
+void PumpInputs(client::Producer& p, const ProduceArgs& a,
                 const std::vector<std::pair<std::string, std::string>>& header_kv,
                 std::vector<std::pair<std::string, int>>& inputs, int64_t total_bytes,
                 Status* failed_out, std::string* failed_where_out) {
@@ -176,7 +159,7 @@ void PumpInputs(P& p, const ProduceArgs& a,
         failed_where = name + ": line " + std::to_string(reader.line_number());
         break;
       }
-      progress.Update(p.records_appended(), read_before + reader.bytes_read());
+      progress.Update(p.records_delivered(), read_before + reader.bytes_read());
     }
     read_before += reader.bytes_read();
     if (!failed.ok()) break;
@@ -184,9 +167,50 @@ void PumpInputs(P& p, const ProduceArgs& a,
   progress.Done();
 }
 
-int RunNet(const GlobalOptions& g, const ProduceArgs& a,
-           const std::vector<std::pair<std::string, std::string>>& header_kv,
-           std::vector<std::pair<std::string, int>>& inputs, int64_t total_bytes);
+
+
+// The producer of either mode, with what it writes to (kept alive as long as it).
+struct Sink {
+  std::unique_ptr<storage::DataDir> dir;
+  std::unique_ptr<client::Cluster> cluster;
+  std::unique_ptr<client::Producer> producer;
+};
+
+Result<Sink> OpenSink(const GlobalOptions& g, const ProduceArgs& a, format::Compression compression,
+                      client::Partitioner::Kind kind) {
+  Sink s;
+  if (NetworkMode(g)) {
+    client::NetProducerOptions po;
+    po.compression = compression;
+    po.batch_bytes = static_cast<size_t>(a.batch_size);
+    po.linger_ms = a.linger_ms;
+    if (a.acks == "all" || a.acks == "-1") po.acks = -1;
+    else if (a.acks == "1") po.acks = 1;
+    else if (a.acks == "0") po.acks = 0;
+    else return Status::InvalidArgument("bad --acks '" + a.acks + "': expected 0, 1 or all");
+    po.idempotent = !a.no_idempotence;
+    po.partitioner = kind;
+    po.partition = a.partition;
+    po.create_topic = !a.no_create;
+    SILT_ASSIGN_OR_RETURN(s.cluster, ConnectCluster(g));
+    SILT_ASSIGN_OR_RETURN(s.producer, client::NetProducer::Open(s.cluster.get(), a.topic, po));
+    return s;
+  }
+  if (a.topic == protocol::kConsumerOffsetsTopic)
+    return Status::InvalidArgument(
+        "cannot produce to the internal topic __consumer_offsets (use silt consume -g or "
+        "silt group)");
+  SILT_ASSIGN_OR_RETURN(s.dir, OpenDataDir(g, true));
+  client::ProducerOptions po;
+  po.compression = compression;
+  po.batch_bytes = static_cast<size_t>(a.batch_size);
+  po.partitioner = kind;
+  po.partition = a.partition;
+  po.create_topic = !a.no_create;
+  po.background = true;  // parse lines on this core, compress and append on the other
+  SILT_ASSIGN_OR_RETURN(s.producer, client::LocalProducer::Open(s.dir.get(), a.topic, po));
+  return s;
+}
 
 int Run(const GlobalOptions& g, const ProduceArgs& a) {
   auto compression = ParseCompression(a.compression);
@@ -236,98 +260,39 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
     inputs.emplace_back(f, fd);
   }
 
-  if (NetworkMode(g)) {
-    int rc = RunNet(g, a, header_kv, inputs, total_bytes);
+  auto sink = OpenSink(g, a, *compression, *kind);
+  if (!sink.ok()) {
     close_inputs();
-    return rc;
+    if (sink.status().IsNotFound())
+      return Fail("topic '" + a.topic + "' does not exist" +
+                  (a.no_create ? " (and --no-create was given)" : ""));
+    return Fail(sink.status());
   }
-  auto dir = OpenDataDir(g, true);
-  if (!dir.ok()) {
-    close_inputs();
-    return Fail(dir.status());
-  }
-  client::ProducerOptions po;
-  po.compression = *compression;
-  po.batch_bytes = static_cast<size_t>(a.batch_size);
-  po.partitioner = *kind;
-  po.partition = a.partition;
-  po.create_topic = !a.no_create;
-  po.background = true;  // parse lines on this core, compress and append on the other
-  auto producer = client::LocalProducer::Open(dir->get(), a.topic, po);
-  if (!producer.ok()) {
-    close_inputs();
-    if (producer.status().IsNotFound())
-      return Fail("topic '" + a.topic + "' does not exist (and --no-create was given)");
-    return Fail(producer.status());
-  }
-  client::LocalProducer& p = **producer;
+  client::Producer& p = *sink->producer;
 
   Status failed;
   std::string failed_where;
   PumpInputs(p, a, header_kv, inputs, total_bytes, &failed, &failed_where);
   close_inputs();
 
-  // Whatever happened, every record before the failure goes out as whole batches and is synced:
-  // nothing is left half-written.
+  // Whatever happened, every record before the failure goes out as whole batches and is synced
+  // (or acknowledged): nothing is left half-written.
   Status flushed = p.Flush();
-  Status closed = (*dir)->Close();
+  Status closed = sink->dir ? sink->dir->Close() : Status::OK();
+  const char* done = sink->dir ? "written" : "acknowledged";
   if (!failed.ok()) {
     std::string msg = failed_where.empty() ? failed.message() : failed_where + ": " + failed.message();
     if (failed.IsTooLarge() && failed_where.empty())
       msg += " (topic '" + a.topic + "' has max.message.bytes=" +
              std::to_string(p.max_message_bytes()) + ")";
-    msg += "; the " + std::to_string(p.records_appended()) + " record(s) before it were written";
+    msg += "; the " + std::to_string(p.records_delivered()) + " record(s) before it were " + done;
     return Fail(msg);
   }
   if (!flushed.ok()) return Fail(flushed);
   if (!closed.ok()) return Fail(closed);
-  return kExitOk;
-}
-
-
-int RunNet(const GlobalOptions& g, const ProduceArgs& a,
-           const std::vector<std::pair<std::string, std::string>>& header_kv,
-           std::vector<std::pair<std::string, int>>& inputs, int64_t total_bytes) {
-  client::NetProducerOptions po;
-  auto compression = ParseCompression(a.compression);
-  if (!compression.ok()) return Fail(compression.status());
-  po.compression = *compression;
-  po.batch_bytes = static_cast<size_t>(a.batch_size);
-  po.linger_ms = a.linger_ms;
-  if (a.acks == "all" || a.acks == "-1") po.acks = -1;
-  else if (a.acks == "1") po.acks = 1;
-  else if (a.acks == "0") po.acks = 0;
-  else return Fail("bad --acks '" + a.acks + "': expected 0, 1 or all");
-  po.idempotent = !a.no_idempotence;
-  auto kind = client::Partitioner::ParseKind(a.partitioner);
-  if (!kind.ok()) return Fail(kind.status());
-  po.partitioner = *kind;
-  po.partition = a.partition;
-  po.create_topic = !a.no_create;
-  auto cluster = ConnectCluster(g);
-  if (!cluster.ok()) return Fail(cluster.status());
-  auto producer = client::NetProducer::Open(cluster->get(), a.topic, po);
-  if (!producer.ok()) {
-    if (producer.status().IsNotFound())
-      return Fail("topic '" + a.topic + "' does not exist" +
-                  (a.no_create ? " (and --no-create was given)" : ""));
-    return Fail(producer.status());
-  }
-  client::NetProducer& p = **producer;
-  NetSink sink(&p);
-  Status failed;
-  std::string failed_where;
-  PumpInputs(sink, a, header_kv, inputs, total_bytes, &failed, &failed_where);
-  Status flushed = p.Flush();
-  if (!failed.ok()) {
-    std::string msg = failed_where.empty() ? failed.message() : failed_where + ": " + failed.message();
-    msg += "; " + std::to_string(p.records_sent()) + " record(s) before it were acknowledged";
-    return Fail(msg);
-  }
-  if (!flushed.ok()) return Fail(flushed);
   if (p.records_failed() > 0)
     return Fail(std::to_string(p.records_failed()) + " record(s) were not acknowledged (" +
-                std::to_string(p.records_sent()) + " were); first error: " + p.first_error());
+                std::to_string(p.records_delivered()) + " were); first error: " + p.first_error());
   return kExitOk;
 }
 

@@ -1,14 +1,15 @@
-// `silt topic create|list|describe|delete|alter-config` on a local data directory.
+// `silt topic create|list|describe|delete|alter-config`, on a local data directory or (with -b)
+// a cluster, through one client::Admin and one output format for both.
 #include <CLI/CLI.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 
-#include "base/random.h"
 #include "client/admin.h"
 #include "client/cluster.h"
 #include "client/table.h"
@@ -50,139 +51,35 @@ std::string JoinConfigs(const std::map<std::string, std::string>& m) {
   return s.empty() ? "(defaults)" : s;
 }
 
-int Create(const GlobalOptions& g, const TopicArgs& a) {
-  auto configs = ParseConfigs(a.configs);
-  if (!configs.ok()) return Fail(configs.status());
-  if (a.partitions < 1) return Fail("--partitions must be at least 1");
-  auto dir = OpenDataDir(g, true);
-  if (!dir.ok()) return Fail(dir.status());
-  auto info = (*dir)->CreateTopic(a.name, NewTopicId(), a.partitions, *configs);
-  if (!info.ok()) return Fail(info.status());
-  Status st = (*dir)->Close();
-  if (!st.ok()) return Fail(st);
-  if (client::IsTerminal(1))
-    std::printf("created topic %s with %d partition(s)\n", a.name.c_str(), info->partitions);
-  return kExitOk;
-}
-
-int List(const GlobalOptions& g, const TopicArgs& a) {
-  auto dir = OpenDataDir(g, false);
-  if (!dir.ok()) return Fail(dir.status());
-  std::string out;
-  client::Table t({"TOPIC", "PARTITIONS"});
-  for (const storage::TopicInfo& ti : (*dir)->ListTopics()) {
-    if (a.format == "json") {
-      nlohmann::ordered_json j = {{"topic", ti.name}, {"partitions", ti.partitions}};
-      out += j.dump() + "\n";
-    } else {
-      t.AddRow({ti.name, Num(ti.partitions)});
-    }
-  }
-  if (a.format != "json") out = t.Render(client::IsTerminal(1));
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return kExitOk;
-}
-
-int Describe(const GlobalOptions& g, const TopicArgs& a) {
-  auto dir = OpenDataDir(g, false);
-  if (!dir.ok()) return Fail(dir.status());
-  auto info = (*dir)->GetTopic(a.name);
-  if (!info.ok()) {
-    if (info.status().IsNotFound()) return Fail("topic '" + a.name + "' does not exist");
-    return Fail(info.status());
-  }
-  auto config = (*dir)->TopicConfig(a.name);
-  if (!config.ok()) return Fail(config.status());
-  const bool human = client::IsTerminal(1);
-  client::Table t({"PARTITION", "LOG-START", "LOG-END", "SIZE", "SEGMENTS"});
-  nlohmann::ordered_json parts = nlohmann::ordered_json::array();
-  std::vector<int32_t> ids = info->partition_ids;
-  if (ids.empty())
-    for (int32_t p = 0; p < info->partitions; ++p) ids.push_back(p);
-  for (int32_t p : ids) {
-    auto log = (*dir)->Partition(a.name, p);
-    if (!log.ok()) return Fail(log.status());
-    const storage::PartitionLog* l = *log;
-    int64_t size = l->size_bytes();
-    size_t segments = l->Segments().size();
-    parts.push_back({{"partition", p},
-                     {"log_start_offset", l->log_start_offset().value()},
-                     {"log_end_offset", l->log_end_offset().value()},
-                     {"size", size},
-                     {"segments", segments}});
-    t.AddRow({Num(p), Num(l->log_start_offset().value()), Num(l->log_end_offset().value()),
-              human ? client::HumanBytes(size) : Num(size), Num(static_cast<int64_t>(segments))});
-  }
-  std::string out;
-  if (a.format == "json") {
-    nlohmann::ordered_json j = {{"topic", info->name},
-                        {"topic_id", info->topic_id},
-                        {"partition_count", info->partitions},
-                        {"partitions", parts},
-                        {"configs", info->configs},
-                        {"effective_configs", config->ToMap()}};
-    out = j.dump() + "\n";
-  } else {
-    out = "Topic: " + info->name + "\nTopicId: " + info->topic_id +
-          "\nPartitions: " + Num(info->partitions) + "\nConfigs: " + JoinConfigs(info->configs) +
-          "\n";
-    if (human) out += "\n";
-    out += t.Render(human);
-  }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return kExitOk;
-}
-
-int Delete(const GlobalOptions& g, const TopicArgs& a) {
-  auto dir = OpenDataDir(g, true);
-  if (!dir.ok()) return Fail(dir.status());
-  Status st = (*dir)->DeleteTopic(a.name);
-  if (st.IsNotFound()) return Fail("topic '" + a.name + "' does not exist");
-  if (!st.ok()) return Fail(st);
-  st = (*dir)->Close();
-  if (!st.ok()) return Fail(st);
-  if (client::IsTerminal(1)) std::printf("deleted topic %s\n", a.name.c_str());
-  return kExitOk;
-}
-
-int AlterConfig(const GlobalOptions& g, const TopicArgs& a) {
-  if (a.configs.empty() && a.delete_configs.empty() && a.new_partitions == 0)
-    return Fail("alter-config needs at least one --config KEY=VALUE, --delete-config KEY or "
-                "--partitions N");
-  auto configs = ParseConfigs(a.configs);
-  if (!configs.ok()) return Fail(configs.status());
-  auto dir = OpenDataDir(g, true);
-  if (!dir.ok()) return Fail(dir.status());
-  Status st;
-  if (a.new_partitions > 0) {
-    st = (*dir)->AddPartitions(a.name, a.new_partitions);
-    if (st.IsNotFound()) return Fail("topic '" + a.name + "' does not exist");
-    if (!st.ok()) return Fail(st);
-  }
-  if (!a.configs.empty() || !a.delete_configs.empty())
-    st = (*dir)->AlterTopicConfig(a.name, *configs, a.delete_configs);
-  if (st.IsNotFound()) return Fail("topic '" + a.name + "' does not exist");
-  if (!st.ok()) return Fail(st);
-  st = (*dir)->Close();
-  if (!st.ok()) return Fail(st);
-  return kExitOk;
-}
-
-
-// ---- network mode (-b): the same commands as Kafka admin requests ----------------------------
-
-using ClusterPtr = std::unique_ptr<client::Cluster>;
-
 std::string Ints(const std::vector<int32_t>& v) {
   std::string s;
   for (int32_t x : v) {
     if (!s.empty()) s += ",";
     s += std::to_string(x);
   }
-  return s;
+  return s.empty() ? "-" : s;
 }
 
-int NetCreate(client::Cluster* c, const TopicArgs& a) {
+using Json = nlohmann::ordered_json;
+
+template <typename T>
+Json OrNull(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+// Runs `fn` on the admin of the data dir (writable when `writable`) or of the cluster, closing
+// a data dir after a change so its lock goes and the next open finds it clean.
+int WithAdmin(const GlobalOptions& g, bool writable,
+              const std::function<int(client::Admin*)>& fn) {
+  auto admin = OpenAdmin(g, writable);
+  if (!admin.ok()) return Fail(admin.status());
+  int rc = fn(admin->get());
+  Status st = (*admin)->Close();
+  if (rc == kExitOk && !st.ok()) return Fail(st);
+  return rc;
+}
+
+int Create(client::Admin* admin, const TopicArgs& a) {
   auto configs = ParseConfigs(a.configs);
   if (!configs.ok()) return Fail(configs.status());
   if (a.partitions < 1) return Fail("--partitions must be at least 1");
@@ -191,82 +88,69 @@ int NetCreate(client::Cluster* c, const TopicArgs& a) {
   spec.partitions = a.partitions;
   spec.replication_factor = a.replication_factor;
   spec.configs = *configs;
-  Status st = client::CreateTopic(c, spec);
+  Status st = admin->CreateTopic(spec);
   if (!st.ok()) return Fail(st);
   if (client::IsTerminal(1))
     std::printf("created topic %s with %d partition(s)\n", a.name.c_str(), a.partitions);
   return kExitOk;
 }
 
-int NetList(client::Cluster* c, const TopicArgs& a) {
-  auto meta = c->FetchMetadata(std::nullopt, false);
-  if (!meta.ok()) return Fail(meta.status());
-  std::map<std::string, int32_t> topics;
-  for (const auto& t : meta->topics)
-    if (t.error_code == 0) topics[t.name] = static_cast<int32_t>(t.partitions.size());
+int List(client::Admin* admin, const TopicArgs& a) {
+  auto topics = admin->ListTopics();
+  if (!topics.ok()) return Fail(topics.status());
   std::string out;
   client::Table t({"TOPIC", "PARTITIONS"});
-  for (const auto& [name, n] : topics) {
-    if (a.format == "json") {
-      out += nlohmann::ordered_json({{"topic", name}, {"partitions", n}}).dump() + "\n";
-    } else {
-      t.AddRow({name, Num(n)});
-    }
+  for (const client::TopicListing& tl : *topics) {
+    if (a.format == "json")
+      out += Json({{"topic", tl.name}, {"partitions", tl.partitions}, {"internal", tl.internal}})
+                 .dump() +
+             "\n";
+    else
+      t.AddRow({tl.name, Num(tl.partitions)});
   }
   if (a.format != "json") out = t.Render(client::IsTerminal(1));
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
 }
 
-int NetDescribe(client::Cluster* c, const TopicArgs& a) {
-  auto meta = c->Topic(a.name, false);
-  if (!meta.ok()) {
-    if (meta.status().IsNotFound()) return Fail("topic '" + a.name + "' does not exist");
-    return Fail(meta.status());
-  }
-  std::map<int32_t, int64_t> earliest_q, latest_q;
-  for (const auto& p : meta->partitions) {
-    earliest_q[p.partition] = -2;
-    latest_q[p.partition] = -1;
-  }
-  auto starts = client::ListOffsets(c, a.name, earliest_q);
-  if (!starts.ok()) return Fail(starts.status());
-  auto ends = client::ListOffsets(c, a.name, latest_q);
-  if (!ends.ok()) return Fail(ends.status());
-  // Configs are best effort: an old broker may not answer DescribeConfigs.
-  std::map<std::string, std::string> overrides, effective;
-  auto configs = client::DescribeTopicConfigs(c, a.name);
-  if (configs.ok()) {
-    for (const auto& e : *configs) {
-      std::string v = e.sensitive ? "(sensitive)" : e.value.value_or("");
-      effective[e.name] = v;
-      if (!e.is_default) overrides[e.name] = v;
-    }
-  }
+// One schema in both modes (see man/silt-topic.1): what a mode cannot know is null.
+int Describe(client::Admin* admin, const TopicArgs& a) {
+  auto d = admin->DescribeTopic(a.name);
+  if (!d.ok()) return Fail(d.status());
   const bool human = client::IsTerminal(1);
-  client::Table t({"PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START", "LOG-END"});
-  nlohmann::ordered_json parts = nlohmann::ordered_json::array();
-  for (const auto& p : meta->partitions) {
-    int64_t s = (*starts)[p.partition], e = (*ends)[p.partition];
+  client::Table t({"PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START", "LOG-END", "SIZE",
+                   "SEGMENTS"});
+  Json parts = Json::array();
+  auto cell = [](const std::optional<int64_t>& v) { return v ? Num(*v) : std::string("-"); };
+  for (const client::PartitionDescription& p : d->partitions) {
     parts.push_back({{"partition", p.partition},
-                     {"leader", p.leader},
+                     {"leader", OrNull(p.leader)},
                      {"replicas", p.replicas},
                      {"isr", p.isr},
-                     {"log_start_offset", s},
-                     {"log_end_offset", e}});
-    t.AddRow({Num(p.partition), Num(p.leader), Ints(p.replicas), Ints(p.isr), Num(s), Num(e)});
+                     {"log_start_offset", p.log_start_offset},
+                     {"log_end_offset", p.log_end_offset},
+                     {"size", OrNull(p.size_bytes)},
+                     {"segments", OrNull(p.segments)}});
+    std::string size = p.size_bytes ? (human ? client::HumanBytes(*p.size_bytes)
+                                             : Num(*p.size_bytes))
+                                    : "-";
+    t.AddRow({Num(p.partition), p.leader ? Num(*p.leader) : "-", Ints(p.replicas), Ints(p.isr),
+              Num(p.log_start_offset), Num(p.log_end_offset), size, cell(p.segments)});
   }
   std::string out;
   if (a.format == "json") {
-    nlohmann::ordered_json j = {{"topic", a.name},
-                                {"partition_count", meta->partitions.size()},
-                                {"partitions", parts},
-                                {"configs", overrides},
-                                {"effective_configs", effective}};
+    Json j = {{"topic", d->name},
+              {"topic_id", OrNull(d->topic_id)},
+              {"internal", d->internal},
+              {"partition_count", d->partition_count},
+              {"partitions", parts},
+              {"configs", d->configs},
+              {"effective_configs", d->effective_configs}};
     out = j.dump() + "\n";
   } else {
-    out = "Topic: " + a.name + "\nPartitions: " + Num(static_cast<int64_t>(meta->partitions.size())) +
-          "\nConfigs: " + JoinConfigs(overrides) + "\n";
+    out = "Topic: " + d->name + "\nTopicId: " + d->topic_id.value_or("-") +
+          "\nPartitions: " + Num(d->partition_count) + "\nConfigs: " + JoinConfigs(d->configs) +
+          "\n";
     if (human) out += "\n";
     out += t.Render(human);
   }
@@ -274,34 +158,25 @@ int NetDescribe(client::Cluster* c, const TopicArgs& a) {
   return kExitOk;
 }
 
-int NetDelete(client::Cluster* c, const TopicArgs& a) {
-  Status st = client::DeleteTopic(c, a.name);
+int Delete(client::Admin* admin, const TopicArgs& a) {
+  Status st = admin->DeleteTopic(a.name);
   if (!st.ok()) return Fail(st);
   if (client::IsTerminal(1)) std::printf("deleted topic %s\n", a.name.c_str());
   return kExitOk;
 }
 
-int NetAlterConfig(client::Cluster* c, const TopicArgs& a) {
-  if (a.configs.empty() && a.delete_configs.empty() && a.new_partitions == 0)
-    return Fail("alter-config needs at least one --config KEY=VALUE, --delete-config KEY or "
-                "--partitions N");
+int AlterConfig(client::Admin* admin, const TopicArgs& a) {
   auto configs = ParseConfigs(a.configs);
   if (!configs.ok()) return Fail(configs.status());
   if (a.new_partitions > 0) {
-    Status st = client::CreatePartitions(c, a.name, a.new_partitions);
+    Status st = admin->CreatePartitions(a.name, a.new_partitions);
     if (!st.ok()) return Fail(st);
   }
   if (!a.configs.empty() || !a.delete_configs.empty()) {
-    Status st = client::AlterTopicConfigs(c, a.name, *configs, a.delete_configs);
+    Status st = admin->AlterTopicConfigs(a.name, *configs, a.delete_configs);
     if (!st.ok()) return Fail(st);
   }
   return kExitOk;
-}
-
-int RunNet(const GlobalOptions& g, const TopicArgs& a, int (*fn)(client::Cluster*, const TopicArgs&)) {
-  auto c = ConnectCluster(g);
-  if (!c.ok()) return Fail(c.status());
-  return fn(c->get(), a);
 }
 
 }  // namespace
@@ -353,18 +228,20 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
   AddBootstrapOption(alter, g);
 
   return [=]() {
-    if (NetworkMode(*g)) {
-      if (create->parsed()) return RunNet(*g, *a, NetCreate);
-      if (list->parsed()) return RunNet(*g, *a, NetList);
-      if (describe->parsed()) return RunNet(*g, *a, NetDescribe);
-      if (del->parsed()) return RunNet(*g, *a, NetDelete);
-      if (alter->parsed()) return RunNet(*g, *a, NetAlterConfig);
+    using Fn = int (*)(client::Admin*, const TopicArgs&);
+    auto run = [&](Fn fn, bool writable) {
+      return WithAdmin(*g, writable, [&](client::Admin* admin) { return fn(admin, *a); });
+    };
+    if (create->parsed()) return run(Create, true);
+    if (list->parsed()) return run(List, false);
+    if (describe->parsed()) return run(Describe, false);
+    if (del->parsed()) return run(Delete, true);
+    if (alter->parsed()) {
+      if (a->configs.empty() && a->delete_configs.empty() && a->new_partitions == 0)
+        return Fail("alter-config needs at least one --config KEY=VALUE, --delete-config KEY or "
+                    "--partitions N");
+      return run(AlterConfig, true);
     }
-    if (create->parsed()) return Create(*g, *a);
-    if (list->parsed()) return List(*g, *a);
-    if (describe->parsed()) return Describe(*g, *a);
-    if (del->parsed()) return Delete(*g, *a);
-    if (alter->parsed()) return AlterConfig(*g, *a);
     return Fail("topic: expected a subcommand: create, list, describe, delete or alter-config");
   };
 }

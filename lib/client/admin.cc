@@ -458,3 +458,101 @@ Status DeleteGroup(Cluster* cluster, const std::string& group) {
 }
 
 }  // namespace silt::client
+
+// ---- NetAdmin: the Admin interface over the functions above ----------------------------------
+
+namespace silt::client {
+namespace {
+
+class NetAdmin : public Admin {
+ public:
+  explicit NetAdmin(std::unique_ptr<Cluster> c) : c_(std::move(c)) {}
+
+  Result<std::vector<TopicListing>> ListTopics() override {
+    SILT_ASSIGN_OR_RETURN(protocol::MetadataResponse meta, c_->FetchMetadata(std::nullopt, false));
+    std::vector<TopicListing> out;
+    for (const auto& t : meta.topics) {
+      if (t.error_code != 0) continue;
+      out.push_back({t.name, static_cast<int32_t>(t.partitions.size()), t.is_internal});
+    }
+    std::sort(out.begin(), out.end(),
+              [](const TopicListing& a, const TopicListing& b) { return a.name < b.name; });
+    return out;
+  }
+
+  Result<TopicDescription> DescribeTopic(const std::string& topic) override {
+    SILT_ASSIGN_OR_RETURN(TopicMeta meta, c_->Topic(topic, false));
+    std::map<int32_t, int64_t> earliest_q, latest_q;
+    for (const auto& p : meta.partitions) {
+      earliest_q[p.partition] = -2;
+      latest_q[p.partition] = -1;
+    }
+    SILT_ASSIGN_OR_RETURN(auto starts, client::ListOffsets(c_.get(), topic, earliest_q));
+    SILT_ASSIGN_OR_RETURN(auto ends, client::ListOffsets(c_.get(), topic, latest_q));
+    TopicDescription d;
+    d.name = topic;
+    d.internal = meta.internal;
+    d.partition_count = static_cast<int32_t>(meta.partitions.size());
+    for (const auto& p : meta.partitions) {
+      PartitionDescription pd;
+      pd.partition = p.partition;
+      pd.leader = p.leader;
+      pd.replicas = p.replicas;
+      pd.isr = p.isr;
+      pd.log_start_offset = starts[p.partition];
+      pd.log_end_offset = ends[p.partition];
+      d.partitions.push_back(std::move(pd));
+    }
+    // Configs are best effort: an old broker may not answer DescribeConfigs.
+    auto configs = DescribeTopicConfigs(c_.get(), topic);
+    if (configs.ok()) {
+      for (const auto& e : *configs) {
+        std::string v = e.sensitive ? "(sensitive)" : e.value.value_or("");
+        d.effective_configs[e.name] = v;
+        if (!e.is_default) d.configs[e.name] = v;
+      }
+    }
+    return d;
+  }
+
+  Status CreateTopic(const TopicSpec& spec) override { return client::CreateTopic(c_.get(), spec); }
+  Status DeleteTopic(const std::string& topic) override {
+    return client::DeleteTopic(c_.get(), topic);
+  }
+  Status CreatePartitions(const std::string& topic, int32_t total) override {
+    return client::CreatePartitions(c_.get(), topic, total);
+  }
+  Status AlterTopicConfigs(const std::string& topic, const std::map<std::string, std::string>& set,
+                           const std::vector<std::string>& remove) override {
+    return client::AlterTopicConfigs(c_.get(), topic, set, remove);
+  }
+  Result<std::map<int32_t, int64_t>> ListOffsets(
+      const std::string& topic, const std::map<int32_t, int64_t>& timestamps) override {
+    return client::ListOffsets(c_.get(), topic, timestamps);
+  }
+  Result<std::vector<GroupListing>> ListGroups() override { return client::ListGroups(c_.get()); }
+  Result<GroupDescription> DescribeGroup(const std::string& group) override {
+    return client::DescribeGroup(c_.get(), group);
+  }
+  Result<CommittedOffsets> FetchCommitted(
+      const std::string& group, const std::optional<std::vector<std::string>>& topics) override {
+    return client::FetchCommitted(c_.get(), group, topics);
+  }
+  Status CommitOffsets(const std::string& group, const CommittedOffsets& offsets) override {
+    return CommitOffsetsStandalone(c_.get(), group, offsets);
+  }
+  Status DeleteGroup(const std::string& group) override {
+    return client::DeleteGroup(c_.get(), group);
+  }
+
+ private:
+  std::unique_ptr<Cluster> c_;
+};
+
+}  // namespace
+
+std::unique_ptr<Admin> NewNetAdmin(std::unique_ptr<Cluster> cluster) {
+  return std::make_unique<NetAdmin>(std::move(cluster));
+}
+
+}  // namespace silt::client

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,5 +87,79 @@ Status CommitOffsetsStandalone(Cluster* cluster, const std::string& group,
 
 // DeleteGroups: NotFound for an unknown group; Busy (NON_EMPTY_GROUP) while it has members.
 Status DeleteGroup(Cluster* cluster, const std::string& group);
+
+// ---- one interface for both modes --------------------------------------------------------
+
+// topic -> partition -> committed offset.
+using CommittedOffsets = std::map<std::string, std::map<int32_t, int64_t>>;
+
+struct TopicListing {
+  std::string name;
+  int32_t partitions = 0;
+  bool internal = false;  // __consumer_offsets
+};
+
+struct PartitionDescription {
+  int32_t partition = 0;
+  std::optional<int32_t> leader;  // none in a data dir (no nodes there)
+  std::vector<int32_t> replicas;  // empty in a data dir
+  std::vector<int32_t> isr;
+  int64_t log_start_offset = 0;
+  int64_t log_end_offset = 0;
+  std::optional<int64_t> size_bytes;  // data dir only (no DescribeLogDirs over the network yet)
+  std::optional<int64_t> segments;    // data dir only
+};
+
+struct TopicDescription {
+  std::string name;
+  // Over the network: none. Only Metadata v10+ (flexible) and DescribeTopicPartitions carry
+  // topic ids, and silt serves Metadata up to v8.
+  std::optional<std::string> topic_id;
+  bool internal = false;
+  int32_t partition_count = 0;
+  std::vector<PartitionDescription> partitions;  // ascending
+  std::map<std::string, std::string> configs;    // overrides
+  std::map<std::string, std::string> effective_configs;
+};
+
+// Topic and group administration, the same calls on a data directory (LocalAdmin, in
+// local_admin.h) and on a cluster (NewNetAdmin). Results are plain structs; the CLI formats
+// them once for both. Missing topics and groups are NotFound with a message naming them.
+class Admin {
+ public:
+  virtual ~Admin() = default;
+
+  virtual Result<std::vector<TopicListing>> ListTopics() = 0;  // sorted by name
+  virtual Result<TopicDescription> DescribeTopic(const std::string& topic) = 0;
+  virtual Status CreateTopic(const TopicSpec& spec) = 0;
+  virtual Status DeleteTopic(const std::string& topic) = 0;
+  // Grows `topic` to `total` partitions.
+  virtual Status CreatePartitions(const std::string& topic, int32_t total) = 0;
+  virtual Status AlterTopicConfigs(const std::string& topic,
+                                   const std::map<std::string, std::string>& set,
+                                   const std::vector<std::string>& remove) = 0;
+  // partition -> offset for partition -> timestamp (-2 earliest, -1 latest, else the first
+  // offset whose timestamp is >= it, or -1 when there is none).
+  virtual Result<std::map<int32_t, int64_t>> ListOffsets(
+      const std::string& topic, const std::map<int32_t, int64_t>& timestamps) = 0;
+
+  virtual Result<std::vector<GroupListing>> ListGroups() = 0;  // sorted by group id
+  // State "Dead" for a group that does not exist (Kafka's answer), not an error. A data dir
+  // has no live members: its groups are "Empty".
+  virtual Result<GroupDescription> DescribeGroup(const std::string& group) = 0;
+  // Committed offsets (all topics, or only `topics`); partitions without one are left out.
+  virtual Result<CommittedOffsets> FetchCommitted(
+      const std::string& group, const std::optional<std::vector<std::string>>& topics) = 0;
+  // Commits outside any generation: allowed only while the group has no members.
+  virtual Status CommitOffsets(const std::string& group, const CommittedOffsets& offsets) = 0;
+  // NotFound for an unknown group; Busy while it has members.
+  virtual Status DeleteGroup(const std::string& group) = 0;
+
+  // Makes the changes durable and releases what the admin holds (a data dir's lock).
+  virtual Status Close() { return Status::OK(); }
+};
+
+// The network implementation over `cluster`, which it owns.
+std::unique_ptr<Admin> NewNetAdmin(std::unique_ptr<Cluster> cluster);
 
 }  // namespace silt::client

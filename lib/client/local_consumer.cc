@@ -12,10 +12,12 @@
 #include <charconv>
 #include <cstring>
 
+#include "base/clock.h"
 #include "base/coding.h"
 #include "base/file.h"
 #include "format/batch_header.h"
 #include "format/record_batch.h"
+#include "offsets/local.h"
 #include "storage/data_dir.h"
 #include "storage/partition_log.h"
 
@@ -99,7 +101,22 @@ Result<std::unique_ptr<LocalConsumer>> LocalConsumer::Open(storage::DataDir* dir
       return Status::NotFound("topic '" + topic + "' does not exist");
     return info.status();
   }
-  std::unique_ptr<LocalConsumer> c(new LocalConsumer(topic, options));
+  ConsumerOptions opts = options;
+  std::unique_ptr<offsets::LocalOffsets> store;
+  if (!opts.group.empty()) {
+    if (auto pid = offsets::RunningBrokerPid(dir->path()))
+      return offsets::BrokerRunningError(dir->path(), *pid);
+    SILT_ASSIGN_OR_RETURN(store, offsets::LocalOffsets::Open(dir));
+    SILT_ASSIGN_OR_RETURN(std::optional<offsets::GroupState> g, store->Group(opts.group));
+    if (g) {
+      auto t = g->offsets.find(topic);
+      if (t != g->offsets.end())
+        for (const auto& [p, c] : t->second) opts.committed[p] = c.offset;
+    }
+  }
+  std::unique_ptr<LocalConsumer> c(new LocalConsumer(topic, opts));
+  c->group_store_ = std::move(store);
+  if (c->group_store_) c->group_committed_ = opts.committed;
   // Partitions present here (a directory copied from a broker may hold only some).
   std::vector<int32_t> present = info->partition_ids;
   if (present.empty())
@@ -129,8 +146,8 @@ Result<std::unique_ptr<LocalConsumer>> LocalConsumer::Open(storage::DataDir* dir
     const int64_t start = log->log_start_offset().value();
     const int64_t end = log->log_end_offset().value();
     part->end = end;
-    auto committed = options.committed.find(id);
-    if (committed != options.committed.end()) {
+    auto committed = opts.committed.find(id);
+    if (committed != opts.committed.end()) {
       part->next = std::clamp(committed->second, start, end);
     } else {
       SILT_ASSIGN_OR_RETURN(
@@ -366,10 +383,31 @@ Status LocalConsumer::Run(const RecordFn& fn, const std::function<Status()>& on_
     }
     if (progress) continue;
     if (on_idle) SILT_TRY(on_idle());
+    if (group_store_ && MonotonicMs() - last_commit_ms_ >= options_.commit_interval_ms) {
+      last_commit_ms_ = MonotonicMs();
+      SILT_TRY(CommitGroup());
+    }
     if (stop && stop->load()) return Status::OK();
     SILT_TRY(WaitForChange(stop));
     if (stop && stop->load()) return Status::OK();
   }
 }
+
+Status LocalConsumer::CommitGroup() {
+  if (!group_store_) return Status::OK();
+  std::map<int32_t, int64_t> pos = Positions();
+  offsets::GroupOffsets moved;
+  for (const auto& [p, o] : pos) {
+    auto was = group_committed_.find(p);
+    if (was == group_committed_.end() || was->second != o) moved[topic_][p].offset = o;
+  }
+  if (moved.empty()) return Status::OK();
+  Status s = group_store_->Commit(options_.group, moved);
+  if (!s.ok()) return s.WithContext("recording the position of group '" + options_.group + "'");
+  group_committed_ = std::move(pos);
+  return Status::OK();
+}
+
+Status LocalConsumer::Close(bool commit) { return commit ? CommitGroup() : Status::OK(); }
 
 }  // namespace silt::client

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "client/consumer.h"
 #include "client/offset_spec.h"
 #include "client/parallel_scan.h"
 
@@ -28,6 +29,9 @@ struct RecordView;
 namespace silt::storage {
 class DataDir;
 }
+namespace silt::offsets {
+class LocalOffsets;
+}
 
 namespace silt::client {
 
@@ -35,6 +39,12 @@ struct ConsumerOptions {
   std::vector<int32_t> partitions;      // empty: every partition of the topic
   OffsetSpec start = OffsetSpec::Beginning();
   std::map<int32_t, int64_t> committed;  // per partition, takes precedence over `start`
+  // A consumer group: its committed offsets in the data dir (offsets::LocalOffsets) are where
+  // partitions start (over `committed`), and the positions are committed every
+  // commit_interval_ms while following (from on_idle) and at Close(). Refused (Busy) while a
+  // broker runs on the directory: it owns the groups then.
+  std::string group;
+  int64_t commit_interval_ms = 1000;
   bool follow = false;
   int idle_check_ms = 2000;  // follow: longest sleep without an inotify event (a safety net)
   size_t read_chunk_bytes = 4 << 20;
@@ -44,7 +54,7 @@ struct ConsumerOptions {
   size_t parallel_chunk_bytes = 256 << 10;
 };
 
-class LocalConsumer {
+class LocalConsumer final : public Consumer {
  public:
   // Resolves the start position of each partition. NotFound for an unknown topic;
   // InvalidArgument for a partition the topic does not have.
@@ -52,26 +62,27 @@ class LocalConsumer {
                                                      const ConsumerOptions& options);
   ~LocalConsumer();
 
-  // Called for each record in offset order within a partition; return false to stop.
-  using RecordFn = std::function<bool(int32_t partition, const format::RecordView& record)>;
   // Delivers records until every partition is at its end (not following), `fn` returns false,
   // or *stop becomes true (checked between batches and while waiting). `on_idle` runs before
-  // each wait when following (flush output, record positions); an error from it ends the run.
+  // each wait when following (flush output), then the group's positions are committed if
+  // commit_interval_ms has passed; an error from either ends the run.
   Status Run(const RecordFn& fn, const std::function<Status()>& on_idle,
-             const std::atomic<bool>* stop);
+             const std::atomic<bool>* stop) override;
 
   // For a caller that only formats records: long stretches of a segment are then formatted by
   // `format` on two threads and written by `emit` in order (see client/parallel_scan.h),
   // instead of going through Run's `fn` one record at a time. The output is the same.
-  void SetBulkOutput(ScanFormatFn format, ScanEmitFn emit) {
+  void SetBulkOutput(ScanFormatFn format, ScanEmitFn emit) override {
     bulk_format_ = std::move(format);
     bulk_emit_ = std::move(emit);
   }
 
   // The next offset to read in each partition (what a consumer group records).
-  std::map<int32_t, int64_t> Positions() const;
+  std::map<int32_t, int64_t> Positions() const override;
   // The partitions being read.
   std::vector<int32_t> partitions() const;
+  // With a group (and `commit`): commits the positions that moved. Otherwise nothing.
+  Status Close(bool commit = true) override;
 
  private:
   struct Part;
@@ -81,6 +92,7 @@ class LocalConsumer {
   Status Pump(Part* p, const RecordFn& fn, const std::atomic<bool>* stop, bool* progress,
               bool* stopped);
   Status WaitForChange(const std::atomic<bool>* stop);
+  Status CommitGroup();
 
   std::string topic_;
   ConsumerOptions options_;
@@ -90,6 +102,9 @@ class LocalConsumer {
   int inotify_fd_ = -1;
   ScanFormatFn bulk_format_;
   ScanEmitFn bulk_emit_;
+  std::unique_ptr<offsets::LocalOffsets> group_store_;  // with a group
+  std::map<int32_t, int64_t> group_committed_;          // what the group has now
+  int64_t last_commit_ms_ = 0;
 };
 
 }  // namespace silt::client

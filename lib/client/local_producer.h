@@ -23,6 +23,7 @@
 
 #include "base/status.h"
 #include "client/partitioner.h"
+#include "client/producer.h"
 #include "format/layout.h"
 
 namespace silt::format {
@@ -50,9 +51,7 @@ struct ProducerOptions {
   bool background = false;
 };
 
-using HeaderViews = std::vector<std::pair<std::string_view, std::optional<std::string_view>>>;
-
-class LocalProducer {
+class LocalProducer final : public Producer {
  public:
   // Opens (or creates) `topic` in `dir`, which must be writable and outlive the producer.
   // NotFound if the topic is missing and create_topic is off; InvalidArgument for a partition
@@ -64,11 +63,11 @@ class LocalProducer {
   // Queues one record (timestamp -1: now), appending a batch when one fills up. TooLarge when
   // the record alone cannot fit in a batch of max.message.bytes; nothing is queued then.
   Status Send(std::optional<std::string_view> key, std::optional<std::string_view> value,
-              const HeaderViews& headers, int64_t timestamp = -1);
+              const HeaderViews& headers, int64_t timestamp = -1) override;
   // Appends every partly filled batch now.
-  Status SendPending();
+  Status SendPending() override;
   // SendPending(), then fsync of every partition written to.
-  Status Flush();
+  Status Flush() override;
 
   // Size in bytes one record takes in a batch of its own (what max.message.bytes limits).
   static size_t SingleRecordBatchSize(std::optional<std::string_view> key,
@@ -76,8 +75,9 @@ class LocalProducer {
                                       const HeaderViews& headers);
 
   int32_t partitions() const { return static_cast<int32_t>(slots_.size()); }
-  int64_t max_message_bytes() const { return max_message_bytes_; }
+  int64_t max_message_bytes() const override { return max_message_bytes_; }
   int64_t records_appended() const { return records_appended_.load(); }
+  int64_t records_delivered() const override { return records_appended(); }
   int64_t batches_appended() const { return batches_appended_.load(); }
   int64_t bytes_appended() const { return bytes_appended_.load(); }
 

@@ -533,11 +533,11 @@ Status NetConsumer::Commit() {
   return Status::IOError("could not commit the offsets of group '" + g.id + "'");
 }
 
-Status NetConsumer::Close() {
+Status NetConsumer::Close(bool commit) {
   if (!group_ || !group_->joined) return Status::OK();
   Group& g = *group_;
   g.StopHeartbeat();
-  Status committed = Commit();
+  Status committed = commit ? Commit() : Status::OK();
   auto conn = cluster_->Coordinator(g.id);
   if (conn.ok()) {
     protocol::LeaveGroupRequest req;

@@ -25,6 +25,7 @@
 
 #include "base/status.h"
 #include "client/cluster.h"
+#include "client/consumer.h"
 #include "client/offset_spec.h"
 
 namespace silt::format {
@@ -47,7 +48,7 @@ struct NetConsumerOptions {
   int heartbeat_interval_ms = 3000;
 };
 
-class NetConsumer {
+class NetConsumer final : public Consumer {
  public:
   // Looks the topic up and, without a group, resolves the start of each partition. With a group
   // the first Run() joins it. NotFound for an unknown topic; InvalidArgument for a partition the
@@ -56,19 +57,18 @@ class NetConsumer {
                                                    const NetConsumerOptions& options);
   ~NetConsumer();
 
-  // Called for each record in offset order within a partition; return false to stop.
-  using RecordFn = std::function<bool(int32_t partition, const format::RecordView& record)>;
   // Delivers records until every partition is at its end (not following), `fn` returns false, or
   // *stop becomes true. `after_batch` runs after each fetch's records were delivered (flush the
   // output); an error from it ends the run. With a group, offsets are committed after it.
   Status Run(const RecordFn& fn, const std::function<Status()>& after_batch,
-             const std::atomic<bool>* stop);
+             const std::atomic<bool>* stop) override;
 
-  // With a group: commits the positions and leaves the group (also stops the heartbeat).
-  Status Close();
+  // With a group: commits the positions (when `commit`) and leaves the group (also stops the
+  // heartbeat).
+  Status Close(bool commit = true) override;
 
   // Next offset to read per partition.
-  std::map<int32_t, int64_t> Positions() const;
+  std::map<int32_t, int64_t> Positions() const override;
 
  private:
   struct Part;

@@ -51,7 +51,7 @@ struct NetProducerOptions {
   uint64_t seed = 0;
 };
 
-class NetProducer {
+class NetProducer final : public Producer {
  public:
   // Connects through `cluster` (which must outlive the producer), looks the topic up (creating
   // it when the broker auto-creates and create_topic is on) and, when idempotent, gets a
@@ -64,20 +64,23 @@ class NetProducer {
   // TooLarge when the record alone exceeds the broker's message size limit as far as the client
   // knows (1 MiB default); nothing is queued then, and it is counted as failed.
   Status Send(std::optional<std::string_view> key, std::optional<std::string_view> value,
-              const HeaderViews& headers, int64_t timestamp = -1);
+              const HeaderViews& headers, int64_t timestamp = -1) override;
   // Sends batches whose linger has expired and reads answers that have arrived, without
   // blocking for long.
   Status Poll();
+  Status SendPending() override { return Poll(); }
   // Closes every batch and sends it, then waits until each is acknowledged or has failed.
   // Returns an error only for a problem that stopped delivery as a whole (e.g. no broker);
   // per-record failures are counted in records_failed().
-  Status Flush();
+  Status Flush() override;
 
   int32_t partitions() const { return static_cast<int32_t>(parts_.size()); }
   int64_t records_sent() const { return records_acked_; }
-  int64_t records_failed() const { return records_failed_; }
+  int64_t records_delivered() const override { return records_acked_; }
+  int64_t records_failed() const override { return records_failed_; }
   // The first per-batch error seen (empty when none).
-  const std::string& first_error() const { return first_error_; }
+  std::string first_error() const override { return first_error_; }
+  int64_t max_message_bytes() const override { return max_record_bytes_; }
 
  private:
   struct Batch;

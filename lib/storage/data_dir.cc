@@ -1,4 +1,4 @@
-// DataDir: the topics, partitions, configs and local group offsets of one directory
+// DataDir: the topics, partitions and configs of one directory, and its legacy group offsets
 // (layout in data_dir.h).
 #include "storage/data_dir.h"
 
@@ -563,9 +563,79 @@ Result<std::shared_ptr<PartitionLog>> DataDir::SharedPartition(const std::string
   return shared;
 }
 
-// ---- local consumer groups --------------------------------------------------------------
+// ---- the shared topic (__consumer_offsets) --------------------------------------------------
 
-std::vector<std::string> DataDir::ListGroups() const {
+Result<TopicInfo> DataDir::RefreshTopic(const std::string& name) {
+  Impl& im = *impl_;
+  Impl fresh;
+  fresh.path = im.path;
+  SILT_TRY(fresh.LoadTopics());
+  std::lock_guard l(im.mu);
+  auto it = fresh.topics.find(name);
+  if (it == fresh.topics.end()) {
+    // Only a read-only view can be behind the disk; a writer's own map is the truth.
+    if (im.options.read_only) im.topics.erase(name);
+    auto mine = im.topics.find(name);
+    if (mine != im.topics.end()) return mine->second;
+    return Status::NotFound("topic '" + name + "' does not exist");
+  }
+  if (im.options.read_only || !im.topics.count(name)) im.topics[name] = it->second;
+  return im.topics[name];
+}
+
+Result<TopicInfo> DataDir::CreateSharedTopic(const std::string& name, const Uuid& topic_id,
+                                             int32_t partitions,
+                                             const std::map<std::string, std::string>& configs) {
+  Impl& im = *impl_;
+  if (im.closed) return Status::InvalidArgument(im.path + " is closed");
+  SILT_TRY(ValidateTopicName(name));
+  if (partitions < 1 || partitions > kMaxPartitions)
+    return Status::InvalidArgument("partitions must be in [1, " +
+                                   std::to_string(kMaxPartitions) + "], got " +
+                                   std::to_string(partitions));
+  LogConfig check = im.options.defaults;
+  SILT_TRY(check.Apply(configs));
+  Impl fresh;
+  fresh.path = im.path;
+  SILT_TRY(fresh.LoadTopics());
+  TopicInfo t;
+  auto found = fresh.topics.find(name);
+  if (found != fresh.topics.end() && PathExists(im.TopicFile(name))) {
+    t = found->second;  // another creator won
+  } else {
+    t.name = name;
+    t.configs = configs;
+    if (found != fresh.topics.end()) {
+      // Directories of a creation cut short: their count and id stand.
+      t.partitions = found->second.partitions;
+      t.topic_id = found->second.topic_id;
+    } else {
+      t.partitions = partitions;
+    }
+    if (t.topic_id.empty()) {
+      if (topic_id.is_reserved())
+        return Status::InvalidArgument("topic id " + topic_id.ToString() + " is reserved");
+      t.topic_id = topic_id.ToString();
+    }
+    for (int32_t p = t.partitions - 1; p >= 0; --p) SILT_TRY(im.CreatePartitionDir(t, p));
+    SILT_TRY(SyncDir(im.path));
+    t.partition_ids.clear();
+    for (int32_t p = 0; p < t.partitions; ++p) t.partition_ids.push_back(p);
+    // The topic file is written last: it is what makes the topic exist.
+    SILT_TRY(im.WriteTopicFile(t));
+  }
+  std::lock_guard l(im.mu);
+  im.topics[name] = t;
+  if (!im.options.read_only) {
+    std::lock_guard c(im.checkpoint_mu);
+    im.topics_snapshot.insert(name);
+  }
+  return t;
+}
+
+// ---- silt-groups/, the legacy local group offsets ---------------------------------------------
+
+std::vector<std::string> DataDir::ListLegacyGroups() const {
   std::vector<std::string> out;
   auto names = ListDir(JoinPath(impl_->path, kGroupsDir));
   if (!names.ok()) return out;
@@ -579,12 +649,12 @@ std::vector<std::string> DataDir::ListGroups() const {
   return out;
 }
 
-Result<DataDir::GroupOffsets> DataDir::GroupCommitted(const std::string& group) const {
+Result<DataDir::LegacyGroupOffsets> DataDir::LegacyGroupCommitted(const std::string& group) const {
   std::string file = JoinPath(JoinPath(impl_->path, kGroupsDir),
                               EncodeGroupName(group) + kPropertiesSuffix);
   if (!PathExists(file)) return Status::NotFound("group '" + group + "' has no offsets here");
   SILT_ASSIGN_OR_RETURN(std::string text, ReadFile(file));
-  GroupOffsets out;
+  LegacyGroupOffsets out;
   for (const auto& [k, v] : ParseProperties(text)) {
     size_t slash = k.rfind('/');
     int64_t p, off;
@@ -596,47 +666,16 @@ Result<DataDir::GroupOffsets> DataDir::GroupCommitted(const std::string& group) 
   return out;
 }
 
-Status DataDir::CommitGroup(const std::string& group, const GroupOffsets& offsets) {
-  Impl& im = *impl_;
-  if (im.options.read_only && im.options.group_commits) {
-    if (im.closed) return Status::InvalidArgument(im.path + " is closed");
-  } else {
-    SILT_TRY(im.CheckWritable());
-  }
-  if (group.empty()) return Status::InvalidArgument("group name is empty");
-  std::lock_guard l(im.mu);
-  std::string dir = JoinPath(im.path, kGroupsDir);
-  SILT_TRY(CreateDirs(dir));
-  std::string file = JoinPath(dir, EncodeGroupName(group) + kPropertiesSuffix);
-  // Merge with what is there: a commit names only the partitions it moves.
-  GroupOffsets merged;
-  if (PathExists(file)) {
-    auto old = GroupCommitted(group);
-    if (old.ok()) merged = std::move(old).value();
-  }
-  for (const auto& [t, parts] : offsets) {
-    SILT_TRY(ValidateTopicName(t));
-    for (const auto& [p, o] : parts) merged[t][p] = o;
-  }
-  Properties props;
-  for (const auto& [t, parts] : merged)
-    for (const auto& [p, o] : parts) props[t + "/" + std::to_string(p)] = std::to_string(o);
-  // The group name goes into the comment with its line breaks made visible.
-  std::string shown = group;
-  std::replace(shown.begin(), shown.end(), '\n', ' ');
-  std::replace(shown.begin(), shown.end(), '\r', ' ');
-  SILT_ASSIGN_OR_RETURN(std::string text,
-                        FormatProperties(props, "committed offsets of group " + shown));
-  return WriteFileAtomic(file, text);
-}
+bool DataDir::HasLegacyGroups() const { return IsDirectory(JoinPath(impl_->path, kGroupsDir)); }
 
-Status DataDir::DeleteGroup(const std::string& group) {
+Status DataDir::RetireLegacyGroups() {
   Impl& im = *impl_;
-  SILT_TRY(im.CheckWritable());
-  std::string file = JoinPath(JoinPath(im.path, kGroupsDir),
-                              EncodeGroupName(group) + kPropertiesSuffix);
-  if (!PathExists(file)) return Status::NotFound("group '" + group + "' has no offsets here");
-  return RemoveFile(file);
+  std::string from = JoinPath(im.path, kGroupsDir);
+  if (!IsDirectory(from)) return Status::OK();
+  std::string to = from + ".migrated";
+  for (int i = 1; PathExists(to); ++i) to = from + ".migrated." + std::to_string(i);
+  SILT_TRY(RenameFile(from, to));
+  return SyncDir(im.path);
 }
 
 // ---- checkpoints and shutdown -----------------------------------------------------------

@@ -1,17 +1,31 @@
-// A data directory: topics, their partitions and configs, and local consumer-group positions.
+// A data directory: topics, their partitions and configs, and the rules for the one topic that
+// lock-free local writers share (__consumer_offsets).
 //
 // Layout (Kafka's partition directories at the top, silt's own metadata beside them):
 //   <dir>/<topic>-<partition>/...           see format/layout.h
 //   <dir>/.lock                             flock(2)-held by the writer; holds its pid
 //   <dir>/silt-topics/<topic>.properties    partitions=N, topic_id=…, and config overrides
-//   <dir>/silt-groups/<group>.properties    committed offsets of local consumers, one
-//                                           "<topic>/<partition>=<offset>" per line; the file
-//                                           name is the group with bytes outside
-//                                           [A-Za-z0-9._-] written as %XX
+//   <dir>/__consumer_offsets-<n>/           committed offsets and group metadata, in Kafka's
+//                                           internal topic (offsets/README.md): the one store
+//                                           of the broker and of local `consume -g`/`group`
+//   <dir>/silt-locks/__consumer_offsets.lock       flock'ed by whoever creates that topic
+//   <dir>/silt-locks/__consumer_offsets-<n>.lock   flock'ed by whoever appends to partition n
+//                                           (the broker holds both kinds for its lifetime);
+//                                           each holds "<pid> <role>" (offsets/local.h)
+//   <dir>/silt-groups/<group>.properties    the layout before __consumer_offsets: committed
+//                                           offsets, one "<topic>/<partition>=<offset>" per
+//                                           line, the file name the group with bytes outside
+//                                           [A-Za-z0-9._-] as %XX. Read only to migrate it,
+//                                           then renamed silt-groups.migrated/ (kept)
 //   <dir>/clean-shutdown                    present after a clean close
 //   <dir>/recovery-point-offset-checkpoint  Kafka's format: version, count, "topic p offset"
 //   <dir>/log-start-offset-checkpoint       the same format, for delete-records
 // Every metadata file is written atomically (temp file, fsync, rename).
+//
+// Writers: the process holding .lock writes everything except __consumer_offsets, whose
+// partitions any process may append to while it holds that partition's lock in silt-locks/
+// (so `silt consume -g` can record its position while `silt produce` holds the directory);
+// nobody opens such a partition writable without its lock.
 //
 // A directory copied from a Kafka broker (no silt-topics/) opens read-only: its topics are the
 // partition directories found.
@@ -49,11 +63,7 @@ using silt::ValidateTopicName;
 class DataDir {
  public:
   struct Options {
-    bool read_only = false;  // no lock taken, nothing written (but see group_commits)
-    // With read_only: CommitGroup still writes. Each group's file is replaced atomically and the
-    // writer holding the lock never touches it, so a reader (`silt consume -g`) can record its
-    // position while a producer holds the directory.
-    bool group_commits = false;
+    bool read_only = false;  // no lock taken, nothing written (but see CreateSharedTopic)
     bool create = true;      // create the directory if missing
     LogConfig defaults;      // configs for topics that do not override them
     int32_t default_partitions = 1;
@@ -91,13 +101,36 @@ class DataDir {
   Result<std::shared_ptr<PartitionLog>> SharedPartition(const std::string& topic,
                                                         int32_t partition);
 
-  // Local consumer groups (used by `silt consume -g` and `silt group` without a broker).
-  std::vector<std::string> ListGroups() const;
+  // ---- the topic that lock-free writers share (__consumer_offsets; see offsets/local.h) ----
+
+  // `name` as it is on disk now (a read-only DataDir opened earlier may not know it yet), also
+  // updating this DataDir's view of it. NotFound when it does not exist.
+  Result<TopicInfo> RefreshTopic(const std::string& name);
+  // Creates `name` with `partitions` partitions and `configs` unless it exists on disk, also in
+  // a read-only DataDir; returns the topic as it now is. The caller holds the lock that
+  // serialises creators (offsets::LockOffsetsTopic), so racing creators agree: the first one's
+  // topic file wins. Partition directories are made from the last down to 0, so a creation cut
+  // short always leaves the last one and the count inferred from them is right; a later
+  // creation keeps their topic id.
+  // `topic_id` is used only when this call creates the topic.
+  Result<TopicInfo> CreateSharedTopic(const std::string& name, const Uuid& topic_id,
+                                      int32_t partitions,
+                                      const std::map<std::string, std::string>& configs);
+
+  // ---- silt-groups/, the local group offsets before __consumer_offsets (read to migrate) ----
+
+  // Groups with a file in silt-groups/, sorted; empty when the directory is gone.
+  std::vector<std::string> ListLegacyGroups() const;
   // topic -> partition -> next offset to consume.
-  using GroupOffsets = std::map<std::string, std::map<int32_t, int64_t>>;
-  Result<GroupOffsets> GroupCommitted(const std::string& group) const;
-  Status CommitGroup(const std::string& group, const GroupOffsets& offsets);
-  Status DeleteGroup(const std::string& group);
+  using LegacyGroupOffsets = std::map<std::string, std::map<int32_t, int64_t>>;
+  // A group's offsets from silt-groups/; NotFound when it has no file.
+  Result<LegacyGroupOffsets> LegacyGroupCommitted(const std::string& group) const;
+  // True while silt-groups/ exists.
+  bool HasLegacyGroups() const;
+  // Renames silt-groups/ to silt-groups.migrated/ (.migrated.1, .2... when taken) and syncs the
+  // directory; also allowed read-only (the caller holds offsets::LockOffsetsTopic). OK when
+  // there is nothing to rename.
+  Status RetireLegacyGroups();
 
   // Writes recovery-point-offset-checkpoint and log-start-offset-checkpoint for the open logs
   // (without flushing them); for a periodic timer. No-op when read-only.

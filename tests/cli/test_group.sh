@@ -16,13 +16,14 @@ assert_eq "" "$OUT" "no groups yet"
 expect_ok "list" "$SILT" group list
 assert_eq "$(printf 'audit\nbilling')" "$OUT" "both groups are listed"
 expect_ok "list json" "$SILT" group list --format json
-assert_eq "$(printf '{"group":"audit"}\n{"group":"billing"}')" "$OUT" "list json"
+assert_eq "$(printf '{"group":"audit","protocol_type":""}\n{"group":"billing","protocol_type":""}')" "$OUT" "list json"
 
 expect_ok "describe" "$SILT" group describe billing
-assert_eq "$(printf 'billing\tt\t0\t4\t10\t6\nbilling\tt\t1\t-\t4\t-')" "$OUT" "describe: offset, log end and lag per partition"
+assert_eq "$(printf 'billing\tt\t0\t4\t10\t6\t-\t-\t-\nbilling\tt\t1\t-\t4\t-\t-\t-\t-')" "$OUT" "describe: offset, log end and lag per partition"
 expect_ok "describe json" "$SILT" group describe audit --format json
-assert_eq '{"group":"audit","topic":"t","partition":0,"committed_offset":10,"log_end_offset":10,"lag":0}
-{"group":"audit","topic":"t","partition":1,"committed_offset":4,"log_end_offset":4,"lag":0}' "$OUT" "describe json"
+assert_eq '{"group":"audit","state":"Empty","protocol_type":"","protocol":"","members":[]}
+{"group":"audit","topic":"t","partition":0,"committed_offset":10,"log_end_offset":10,"lag":0,"member_id":null,"host":null,"client_id":null}
+{"group":"audit","topic":"t","partition":1,"committed_offset":4,"log_end_offset":4,"lag":0,"member_id":null,"host":null,"client_id":null}' "$OUT" "describe json"
 expect_fail 2 "describe an unknown group" "$SILT" group describe nobody
 assert_contains "$ERR" "nobody" "unknown group is named"
 

@@ -17,8 +17,8 @@ assert_eq "elsewhere	1" "$OUT" "SILT_DATA_DIR selects the data dir"
 expect_ok "list" "$SILT" topic list
 assert_eq "$(printf 'logs\t1\norders\t3')" "$OUT" "list in a pipe is tab-separated, no header"
 expect_ok "list json" "$SILT" topic list --format json
-assert_eq '{"topic":"logs","partitions":1}
-{"topic":"orders","partitions":3}' "$OUT" "list json: one object per line"
+assert_eq '{"topic":"logs","partitions":1,"internal":false}
+{"topic":"orders","partitions":3,"internal":false}' "$OUT" "list json: one object per line"
 
 expect_fail 2 "create an existing topic" "$SILT" topic create orders
 expect_fail 2 "bad topic name" "$SILT" topic create "bad/name"
@@ -36,7 +36,7 @@ expect_ok "describe" "$SILT" topic describe orders
 assert_contains "$OUT" "Topic: orders" "describe names the topic"
 assert_contains "$OUT" "Partitions: 3" "describe shows the partition count"
 assert_contains "$OUT" "Configs: retention.ms=3600000" "describe shows overrides"
-assert_contains "$OUT" "$(printf '1\t0\t3\t')" "describe shows partition 1 with offsets 0..3"
+assert_contains "$OUT" "$(printf '1\t-\t-\t-\t0\t3\t')" "describe shows partition 1 with offsets 0..3"
 expect_ok "describe json" "$SILT" topic describe orders --format json
 assert_eq 1 "$(printf '%s\n' "$OUT" | wc -l)" "describe json is one line"
 assert_contains "$OUT" '"partition_count":3' "describe json partition count"

@@ -251,23 +251,32 @@ TEST_CASE("a second writer gets Busy naming the pid of the process holding the d
   for (int fd : {ready[0], ready[1], done[0], done[1]}) close(fd);
 }
 
-TEST_CASE("local consumer group offsets are committed, merged, listed and deleted") {
+TEST_CASE("legacy silt-groups files are read, listed and retired beside the old copies") {
   TempDir dir;
   auto dd = OpenDir(dir.path());
+  CHECK(!dd->HasLegacyGroups());
+  CHECK(dd->RetireLegacyGroups().ok());  // nothing to do
+  REQUIRE(CreateDirs(dir / "silt-groups").ok());
+  // What earlier versions wrote: the group's bytes outside [A-Za-z0-9._-] as %XX.
+  WriteBytes(dir / "silt-groups/g1.properties", "# committed offsets of group g1\nt.x/0=5\nt.x/1=9\nu/0=1\n");
+  WriteBytes(dir / "silt-groups/team%2Fa%20b%25c.properties", "t/0=3\n");
+  WriteBytes(dir / "silt-groups/bad.properties", "t/x=3\n");
   const std::string odd = "team/a b%c";
-  REQUIRE(dd->CommitGroup("g1", {{"t.x", {{0, 5}, {1, 7}}}}).ok());
-  REQUIRE(dd->CommitGroup("g1", {{"t.x", {{1, 9}}}, {"u", {{0, 1}}}}).ok());
-  REQUIRE(dd->CommitGroup(odd, {{"t", {{0, 3}}}}).ok());
-  auto g = dd->GroupCommitted("g1");
+  CHECK(dd->HasLegacyGroups());
+  CHECK(dd->ListLegacyGroups() == std::vector<std::string>{"bad", "g1", odd});
+  auto g = dd->LegacyGroupCommitted("g1");
   REQUIRE(g.ok());
   CHECK(g->at("t.x").at(0) == 5);
   CHECK(g->at("t.x").at(1) == 9);
   CHECK(g->at("u").at(0) == 1);
-  CHECK(dd->ListGroups() == std::vector<std::string>{"g1", odd});
-  CHECK(dd->GroupCommitted(odd)->at("t").at(0) == 3);
-  REQUIRE(dd->DeleteGroup("g1").ok());
-  CHECK(dd->GroupCommitted("g1").status().IsNotFound());
-  CHECK(dd->ListGroups() == std::vector<std::string>{odd});
+  CHECK(dd->LegacyGroupCommitted(odd)->at("t").at(0) == 3);
+  CHECK(dd->LegacyGroupCommitted("bad").status().code() == Status::Code::kCorruption);
+  CHECK(dd->LegacyGroupCommitted("none").status().IsNotFound());
+  REQUIRE(CreateDirs(dir / "silt-groups.migrated").ok());  // an earlier migration's copy
+  REQUIRE(dd->RetireLegacyGroups().ok());
+  CHECK(!dd->HasLegacyGroups());
+  CHECK(dd->ListLegacyGroups().empty());
+  CHECK(PathExists(dir / "silt-groups.migrated.1/g1.properties"));
 }
 
 TEST_CASE("partition directories left by an interrupted delete are removed, never revived") {
@@ -299,7 +308,6 @@ TEST_CASE("a read-only data dir writes nothing and refuses changes") {
   CHECK(dd->read_only());
   CHECK(dd->CreateTopic("u", NewTopicId(), 1, {}).status().code() ==
         Status::Code::kInvalidArgument);
-  CHECK(dd->CommitGroup("g", {}).code() == Status::Code::kInvalidArgument);
   auto log = dd->Partition("t", 0);
   REQUIRE(log.ok());
   std::string b = MakeBatch(1);
