@@ -5,6 +5,7 @@
 #include "broker/local_metadata_store.h"
 #include "broker/logging.h"
 #include "broker/offset_store.h"
+#include "offsets/local.h"
 #include "storage/log_cleaner.h"
 
 namespace silt::broker {
@@ -25,8 +26,16 @@ Status Broker::StartGroupCoordinator() {
   o.offsets_retention_ms = config_.offsets_retention_ms;
   o.offsets_retention_check_interval_ms = config_.offsets_retention_check_interval_ms;
   o.offset_metadata_max_bytes = config_.offset_metadata_max_bytes;
+  // Offsets of local consumers kept in silt-groups/ by older versions go into
+  // __consumer_offsets first, through the data dir's own logs, before partitions wrap them.
+  offsets::LocalOffsets::Options lo;
+  lo.default_partitions = config_.offsets_topic_num_partitions;
+  auto migrated = offsets::LocalOffsets::Open(store_->data_dir(), lo);
+  if (!migrated.ok()) return migrated.status().WithContext("migrating silt-groups/");
   offsets_log_ = std::make_unique<ConsumerOffsetsTopic>(store_.get(), partitions_.get(),
+                                                        config_.data_dir,
                                                         config_.offsets_topic_num_partitions);
+  SILT_TRY(offsets_log_->Lock());
   groups_ = std::make_unique<GroupCoordinator>(o, offsets_log_.get());
   Status s = groups_->Load();
   if (!s.ok()) return s.WithContext("loading __consumer_offsets");

@@ -3,8 +3,8 @@
 
 #include "base/clock.h"
 #include "broker/metadata_store.h"
+#include "broker/partition.h"
 #include "broker/partition_manager.h"
-#include "format/record_batch.h"
 #include "protocol/consumer_offsets.h"
 
 namespace silt::broker {
@@ -42,56 +42,89 @@ void MemoryOffsetLog::FailNextAppend(Status s) {
 
 // ---- ConsumerOffsetsTopic ---------------------------------------------------------------
 
-Result<int32_t> ConsumerOffsetsTopic::PartitionCount(bool create) {
-  auto t = metadata_->GetTopic(protocol::kConsumerOffsetsTopic);
-  if (t.ok()) return t->partition_count;
-  if (!t.status().IsNotFound()) return t.status();
-  if (!create) return 0;
-  auto created = metadata_->CreateTopic(protocol::kConsumerOffsetsTopic, count_,
-                                        {{"cleanup.policy", "compact"}});
-  if (created.ok()) return created->partition_count;
-  if (created.status().code() != Status::Code::kAlreadyExists) return created.status();
-  // Created meanwhile by another thread.
-  SILT_ASSIGN_OR_RETURN(TopicMetadata t2, metadata_->GetTopic(protocol::kConsumerOffsetsTopic));
-  return t2.partition_count;
-}
+// __consumer_offsets through the broker's own partitions, with the writer locks held.
+class ConsumerOffsetsTopic::Partitions : public offsets::OffsetsPartitions {
+ public:
+  Partitions(MetadataStore* metadata, PartitionManager* partitions, std::string data_dir)
+      : metadata_(metadata), partitions_(partitions), data_dir_(std::move(data_dir)) {}
+
+  Status Lock() {
+    SILT_ASSIGN_OR_RETURN(int32_t n, PartitionCount());
+    std::lock_guard<std::mutex> lock(mu_);
+    SILT_ASSIGN_OR_RETURN(locks_, offsets::LockOffsetsForBroker(data_dir_, n));
+    locked_partitions_ = n;
+    return Status::OK();
+  }
+
+  Result<int32_t> PartitionCount() override {
+    auto t = metadata_->GetTopic(protocol::kConsumerOffsetsTopic);
+    if (t.ok()) return t->partition_count;
+    if (t.status().IsNotFound()) return 0;
+    return t.status();
+  }
+
+  Result<int32_t> CreateTopic(int32_t count) override {
+    auto created = metadata_->CreateTopic(protocol::kConsumerOffsetsTopic, count,
+                                          {{"cleanup.policy", "compact"}});
+    int32_t n;
+    if (created.ok()) {
+      n = created->partition_count;
+    } else if (created.status().code() == Status::Code::kAlreadyExists) {
+      // Created meanwhile by another thread.
+      SILT_ASSIGN_OR_RETURN(n, PartitionCount());
+    } else {
+      return created.status();
+    }
+    // The new partitions' locks, held from now on like the others'.
+    std::lock_guard<std::mutex> lock(mu_);
+    for (; locked_partitions_ < n; ++locked_partitions_) {
+      SILT_ASSIGN_OR_RETURN(offsets::WriterLock l,
+                            offsets::LockOffsetsPartition(data_dir_, locked_partitions_,
+                                                          offsets::LockRole::kBroker, 0));
+      locks_.push_back(std::move(l));
+    }
+    return n;
+  }
+
+  Status Append(int32_t partition, std::string* batch) override {
+    SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
+                          partitions_->Get(protocol::kConsumerOffsetsTopic, PartitionId(partition)));
+    auto appended = p->AppendInternal(batch);
+    if (!appended.ok()) return appended.status().WithContext("writing __consumer_offsets");
+    return Status::OK();
+  }
+
+  Status Read(int32_t partition,
+              const std::function<Status(std::string_view batches)>& fn) override {
+    SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
+                          partitions_->Get(protocol::kConsumerOffsetsTopic, PartitionId(partition)));
+    // Everything in the log: the coordinator wrote it (and on one node it is committed).
+    return p->ForEachBatch(p->log_end_offset(), fn);
+  }
+
+ private:
+  MetadataStore* metadata_;
+  PartitionManager* partitions_;
+  const std::string data_dir_;
+  std::mutex mu_;  // guards the locks
+  std::vector<offsets::WriterLock> locks_;
+  int32_t locked_partitions_ = 0;  // partitions 0..n-1 are locked
+};
+
+ConsumerOffsetsTopic::ConsumerOffsetsTopic(MetadataStore* metadata, PartitionManager* partitions,
+                                           std::string data_dir, int32_t count)
+    : parts_(std::make_unique<Partitions>(metadata, partitions, std::move(data_dir))),
+      store_(parts_.get(), count) {}
+
+ConsumerOffsetsTopic::~ConsumerOffsetsTopic() = default;
+
+Status ConsumerOffsetsTopic::Lock() { return parts_->Lock(); }
 
 Status ConsumerOffsetsTopic::Append(const std::string& group,
                                     const std::vector<StoredRecord>& records) {
-  if (records.empty()) return Status::OK();
-  SILT_ASSIGN_OR_RETURN(int32_t n, PartitionCount(/*create=*/true));
-  PartitionId partition(protocol::OffsetsPartitionFor(group, n));
-  format::RecordBatchBuilder builder(format::RecordBatchBuilder::Options{});
-  int64_t now = NowMs().value();
-  for (const StoredRecord& r : records) {
-    builder.Add(std::string_view(r.key),
-                r.value ? std::optional<std::string_view>(*r.value) : std::nullopt, now);
-  }
-  SILT_ASSIGN_OR_RETURN(std::string batch, builder.Finish());
-  SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
-                        partitions_->Get(protocol::kConsumerOffsetsTopic, partition));
-  auto appended = p->AppendInternal(&batch);
-  if (!appended.ok()) return appended.status().WithContext("writing __consumer_offsets");
-  return Status::OK();
+  return store_.Append(group, records, NowMs().value());
 }
 
-Status ConsumerOffsetsTopic::Replay(const ReplayFn& fn) {
-  SILT_ASSIGN_OR_RETURN(int32_t n, PartitionCount(/*create=*/false));
-  for (int32_t i = 0; i < n; ++i) {
-    SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
-                          partitions_->Get(protocol::kConsumerOffsetsTopic, PartitionId(i)));
-    // Everything in the log: the coordinator wrote it (and on one node it is committed).
-    SILT_TRY(p->ForEachBatch(p->log_end_offset(), [&](std::string_view bytes) -> Status {
-      SILT_ASSIGN_OR_RETURN(format::RecordBatchView batch, format::RecordBatchView::Parse(bytes));
-      if (batch.header().control()) return Status::OK();
-      return batch.ForEachRecord([&](const format::RecordView& rec) {
-        if (rec.key_null) return true;
-        fn(rec.key, rec.value_null ? std::nullopt : std::optional<std::string_view>(rec.value));
-        return true;
-      });
-    }));
-  }
-  return Status::OK();
-}
+Status ConsumerOffsetsTopic::Replay(const ReplayFn& fn) { return store_.Replay(fn); }
 
 }  // namespace silt::broker

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "offsets/local.h"
+#include "offsets/store.h"
 
 namespace silt::broker {
 
@@ -22,10 +25,7 @@ class MetadataStore;
 class PartitionManager;
 
 // A key and its value; no value is a tombstone.
-struct StoredRecord {
-  std::string key;
-  std::optional<std::string> value;
-};
+using StoredRecord = offsets::Record;
 
 class OffsetLog {
  public:
@@ -56,25 +56,26 @@ class MemoryOffsetLog : public OffsetLog {
   std::optional<Status> fail_next_;
 };
 
-// The `__consumer_offsets` topic of a broker's data dir: created on the first write with
-// `partitions` partitions (offsets.topic.num.partitions) and cleanup.policy=compact. An
-// existing topic keeps its own partition count, which then decides where groups live.
+// The `__consumer_offsets` topic of a broker's data dir, kept by offsets::OffsetStore (the same
+// store local commands use) over the broker's partitions: created on the first write with
+// `count` partitions (offsets.topic.num.partitions) and cleanup.policy=compact. An existing
+// topic keeps its own partition count, which then decides where groups live.
 class ConsumerOffsetsTopic : public OffsetLog {
  public:
-  ConsumerOffsetsTopic(MetadataStore* metadata, PartitionManager* partitions, int32_t count)
-      : metadata_(metadata), partitions_(partitions), count_(count) {}
+  ConsumerOffsetsTopic(MetadataStore* metadata, PartitionManager* partitions,
+                       std::string data_dir, int32_t count);
+  ~ConsumerOffsetsTopic() override;
+  // Takes the writer locks of the topic and its partitions for the broker's lifetime, so that
+  // no local command writes them meanwhile. Busy (naming the holder) when one does now.
+  Status Lock();
   Status Append(const std::string& group, const std::vector<StoredRecord>& records) override;
   Status Replay(const ReplayFn& fn) override;
-  Status Prepare() override { return PartitionCount(/*create=*/true).status(); }
+  Status Prepare() override { return store_.Prepare(); }
 
  private:
-  // The topic's partition count, creating the topic when `create` and it is missing; 0 when it
-  // does not exist and is not created.
-  Result<int32_t> PartitionCount(bool create);
-
-  MetadataStore* metadata_;
-  PartitionManager* partitions_;
-  int32_t count_;
+  class Partitions;
+  std::unique_ptr<Partitions> parts_;
+  offsets::OffsetStore store_;
 };
 
 }  // namespace silt::broker
