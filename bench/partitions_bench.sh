@@ -1,5 +1,5 @@
 #!/bin/bash
-# What a partition costs. Two measures against one `silt serve`:
+# What a partition costs. Three measures against one `silt serve`:
 #
 #   1. Produce throughput to a topic of 1, 16, 128 and 1,024 partitions (BENCH_PARTITIONS), keyed
 #      records (a 10-byte key and a 90-byte value: 100 bytes of record), acks=1, with silt's own
@@ -8,16 +8,21 @@
 #      /proc/PID/stat), the client's CPU seconds, and the load average when it was taken. The
 #      1-partition rate of the same client in the same run is the baseline: every figure is also
 #      printed as a ratio to it (goal: 1,024 partitions >= 0.6x, for both clients). Each run
-#      writes to a fresh topic, and the records that reached the log are counted (the sum of the
-#      partitions' log end offsets) so that a client that loses records cannot look fast.
-#   2. What 10,000 partitions (BENCH_MANY_PARTITIONS) cost the broker at rest: its resident
+#      writes the records twice to a fresh topic: "cold" (each partition's first append, which
+#      costs the broker file creation and fsyncs, is inside the figure) and then "warm". The
+#      records that reached the log are counted (the sum of the partitions' log end offsets) so
+#      that a client that loses records cannot look fast.
+#   2. The broker's CPU per Produce request and per partition in a request, with requests of
+#      1 to 1,024 partitions (bench/produce_request_bench, one connection, 5 in flight).
+#   3. What 10,000 partitions (BENCH_MANY_PARTITIONS) cost the broker at rest: its resident
 #      memory (VmRSS from /proc/PID/status) and open files (/proc/PID/fd), before the topic
 #      exists, after it is created, after one record was produced to every partition, and after
 #      every partition was fetched once (`silt consume -b -o beginning`); and the topic's size on
 #      disk (allocated blocks and apparent size).
 #
 # Environment: SILT (the binary, required), BENCH_RECORDS (default 1000000), BENCH_RUNS (3),
-# BENCH_PARTITIONS ("1 16 128 1024"), BENCH_MANY_PARTITIONS (10000; 0 skips part 2), BENCH_DIR.
+# BENCH_PARTITIONS ("1 16 128 1024"), BENCH_MANY_PARTITIONS (10000; 0 skips part 3), BENCH_DIR,
+# PRODUCE_REQUEST_BENCH (default: bench/ beside $SILT, built by CMake with the others).
 set -euo pipefail
 SILT=${SILT:?}
 N=${BENCH_RECORDS:-1000000}
@@ -26,6 +31,7 @@ COUNTS=${BENCH_PARTITIONS:-1 16 128 1024}
 MANY=${BENCH_MANY_PARTITIONS:-10000}
 DIR=${BENCH_DIR:-/tmp/silt-bench}/partitions
 rm -rf "$DIR"; mkdir -p "$DIR"
+BIN_DIR=$(cd "$(dirname "$SILT")" && pwd)
 PY=/usr/bin/python3
 TICK=$(getconf CLK_TCK)
 now() { date +%s.%N; }
@@ -61,6 +67,17 @@ records_in() {
   "$SILT" topic describe -b "$B" "$1" | awk -F'\t' '$1 ~ /^[0-9]+$/ {s += $6} END {print s + 0}'
 }
 
+# Deletes a topic. Deleting 1,024 partitions can outlast the client's 30 s request timeout on a
+# busy disk; the broker finishes it all the same, so wait until the topic is gone.
+drop() {
+  "$SILT" topic delete -b "$B" "$1" >/dev/null 2>&1 && return 0
+  for _ in $(seq 120); do
+    "$SILT" topic list -b "$B" 2>/dev/null | grep -qx "$1" || return 0
+    sleep 1
+  done
+  echo "topic $1 was not deleted" >&2; exit 1
+}
+
 # produce CLIENT TOPIC: produces the records once; appends "seconds broker_cpu client_cpu" to
 # $DIR/run.out.
 produce() {
@@ -74,7 +91,7 @@ produce() {
                < "$DIR/records.txt" >/dev/null; } 2>&1 | tail -1)
   fi
   t1=$(now); c1=$(broker_ticks)
-  echo "$(calc "$t1 - $t0") $(calc "($c1 - $c0) / $TICK") $(calc "${cpu% *} + ${cpu#* }")" >> "$DIR/run.out"
+  echo "$(calc "$t1 - $t0") $(calc "round(($c1 - $c0) / $TICK, 2)") $(calc "round(${cpu% *} + ${cpu#* }, 2)")" >> "$DIR/run.out"
 }
 
 # A run writes the records twice to a fresh topic: "cold", the first records each partition
@@ -90,7 +107,7 @@ for parts in $COUNTS; do
       produce "$client" "$topic"
       got=$(records_in "$topic")
       [ "$got" = $((2 * N)) ] || { echo "$client to $parts partitions: $got records in the log, expected $((2 * N))" >&2; exit 1; }
-      "$SILT" topic delete -b "$B" "$topic" >/dev/null
+      drop "$topic"
       l=$(load)
       for phase in cold warm; do
         if [ $phase = cold ]; then read -r d bc cc < <(sed -n 1p "$DIR/run.out"); else read -r d bc cc < <(sed -n 2p "$DIR/run.out"); fi
@@ -126,6 +143,31 @@ for client in silt kcat; do
     echo "$client $phase: $last partitions / $first: $(calc "round(${RATE[$client,$phase,$last]} / ${RATE[$client,$phase,$first]}, 2)")x   (goal >= 0.6x)"
   done
 done
+
+# ---- the broker's cost per request and per partition in a request ------------------------
+# kcat (librdkafka 2.0) sends one partition per Produce request, silt's client all of a
+# leader's ready partitions in one: bench/produce_request_bench replays the same 100-record
+# batches in requests of 1 to 1,024 partitions against the broker alone.
+REQ_BENCH=${PRODUCE_REQUEST_BENCH:-$BIN_DIR/bench/produce_request_bench}
+if [ -x "$REQ_BENCH" ]; then
+  "$SILT" topic create -b "$B" requests --partitions "$last" >/dev/null
+  # Every partition's first append, outside the figures.
+  "$REQ_BENCH" -b "$B" -t requests --partitions-per-request "$last" --records-per-batch 1 --requests 1 >/dev/null
+  echo "broker cost per Produce request (100 records per partition, 5 in flight, best of $RUNS):"
+  for k in $COUNTS; do
+    best=""; line=""
+    for r in $(seq "$RUNS"); do
+      out=$("$REQ_BENCH" -b "$B" -t requests --partitions-per-request "$k" --records-per-batch 100 \
+              --requests $(( (2000 + k - 1) / k * 4 )) --broker-pid "$BPID")
+      rate=$(echo "$out" | sed -n 's/.* \([0-9]*\) records\/s.*/\1/p')
+      if [ -z "$best" ] || [ "$rate" -gt "$best" ]; then best=$rate; line="$out ($(load))"; fi
+    done
+    echo "  $line"
+  done
+  drop requests
+else
+  echo "broker cost per request: not measured ($REQ_BENCH missing: build bench/produce_request_bench)"
+fi
 
 # ---- 10k partitions at rest ----------------------------------------------------------------
 [ "$MANY" -gt 0 ] || exit 0
