@@ -192,7 +192,8 @@ if ! "$SILT" produce -b "$B" -t many --acks 1 --partitioner round-robin "$DIR/ma
   echo "  produce failed: $(tail -c 300 "$DIR/many.err")"
 fi
 t1=$(now)
-got=$(records_in many)
+# A partition the broker could not open answers ListOffsets with an error.
+got=$(records_in many 2>/dev/null || echo "not all")
 row "after one record to each partition"
 echo "  produce: $got of $MANY records in the log, $(calc "round($t1 - $t0, 1)") s ($(calc "round(($t1 - $t0) * 1000 / $MANY, 2)") ms per partition: each partition's first append)"
 rss1=$(rss_kb); fd1=$(open_files)
