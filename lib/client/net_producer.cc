@@ -68,8 +68,15 @@ struct NetProducer::Part {
   int32_t acked_sequence = 0;  // after the last batch acknowledged
   bool rewinding = false;      // wait for in-flight answers, then resend from the first queued
   bool resequence = false;     // a batch failed for good: renumber what follows it
+  bool pending = false;        // listed in pending_
   int64_t retry_at_ms = 0;
   int backoff_ms = 0;
+
+  Batch* FirstQueued() const {
+    for (const auto& b : queue)
+      if (b->state == Batch::State::kQueued) return b.get();
+    return nullptr;
+  }
 };
 
 struct NetProducer::InFlight {
@@ -147,9 +154,7 @@ Status NetProducer::Send(std::optional<std::string_view> key, std::optional<std:
   }
   int32_t partition = options_.partition >= 0 ? options_.partition : partitioner_.Choose(key);
   Part& p = *parts_[partition];
-  if (p.builder && p.open_bytes + single > options_.batch_bytes) {
-    SILT_TRY(CloseBatch(partition));
-  }
+  if (p.builder && p.open_bytes + single > options_.batch_bytes) SILT_TRY(CloseBatch(p));
   if (!p.builder) {
     format::RecordBatchBuilder::Options bo;
     bo.compression = options_.compression;
@@ -161,21 +166,35 @@ Status NetProducer::Send(std::optional<std::string_view> key, std::optional<std:
     p.builder = std::make_unique<format::RecordBatchBuilder>(bo);
     p.open_bytes = format::kBatchHeaderSize;
     p.open_since_ms = MonotonicMs();
+    next_wake_ms_ = std::min(next_wake_ms_, p.open_since_ms + options_.linger_ms);
+    MarkPending(p);
   }
   p.builder->Add(key, value, timestamp, headers);
   p.open_bytes += single - format::kBatchHeaderSize;
   buffered_ += single - format::kBatchHeaderSize;
-  if (p.open_bytes >= options_.batch_bytes) SILT_TRY(CloseBatch(partition));
+  if (p.open_bytes >= options_.batch_bytes) SILT_TRY(CloseBatch(p));
   // Bounded memory: send and wait for answers while too much is buffered.
   while (buffered_ > options_.max_buffered_bytes) {
     SILT_TRY(SendReady(true));
-    SILT_TRY(ReadAnswers(100));
+    ExpireBatches(MonotonicMs());
+    if (buffered_ <= options_.max_buffered_bytes) break;
+    if (requests_in_flight_ > 0) {
+      SILT_TRY(ReadAnswers(100));
+    } else {
+      // Nothing to wait for on the network (a retry backoff, an unknown leader).
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
   return Poll();
 }
 
-Status NetProducer::CloseBatch(int32_t partition) {
-  Part& p = *parts_[partition];
+void NetProducer::MarkPending(Part& p) {
+  if (p.pending) return;
+  p.pending = true;
+  pending_.push_back(&p);
+}
+
+Status NetProducer::CloseBatch(Part& p) {
   if (!p.builder || p.builder->empty()) return Status::OK();
   auto b = std::make_unique<Batch>();
   b->records = p.builder->record_count();
@@ -186,16 +205,36 @@ Status NetProducer::CloseBatch(int32_t partition) {
     p.next_sequence += b->records;
   }
   b->deadline_ms = MonotonicMs() + options_.delivery_timeout_ms;
+  // From here the batch's own bytes stand for what the open batch buffered.
   buffered_ -= std::min(buffered_, p.open_bytes - format::kBatchHeaderSize);
+  buffered_ += b->bytes.size();
   p.open_bytes = 0;
   p.queue.push_back(std::move(b));
-  partitioner_.OnBatchSent(partition);
+  ++outstanding_;
+  MarkPending(p);
+  kick_ = true;
+  partitioner_.OnBatchSent(p.id);
   return Status::OK();
 }
 
+void NetProducer::Finish(Batch* b) {
+  b->state = Batch::State::kDone;
+  buffered_ -= std::min(buffered_, b->bytes.size());
+  --outstanding_;
+}
+
 Status NetProducer::Poll() {
-  SILT_TRY(SendReady(false));
-  return ReadAnswers(0);
+  // Looking for answers costs a system call: every few records is often enough.
+  if (requests_in_flight_ > 0 && ++polls_since_read_ >= kPollsPerRead) {
+    polls_since_read_ = 0;
+    for (;;) {
+      const int64_t before = requests_in_flight_;
+      SILT_TRY(ReadAnswers(0));
+      if (requests_in_flight_ == 0 || requests_in_flight_ == before) break;
+    }
+  }
+  if (kick_ || need_metadata_ || MonotonicMs() >= next_wake_ms_) SILT_TRY(SendReady(false));
+  return Status::OK();
 }
 
 Status NetProducer::RefreshLeaders() {
@@ -213,37 +252,54 @@ Status NetProducer::RefreshLeaders() {
 
 Status NetProducer::SendReady(bool all) {
   const int64_t now = MonotonicMs();
-  for (auto& pp : parts_) {
-    Part& p = *pp;
-    if (p.builder && (all || now - p.open_since_ms >= options_.linger_ms)) SILT_TRY(CloseBatch(p.id));
-  }
+  kick_ = false;
+  next_wake_ms_ = INT64_MAX;
   if (need_metadata_) {
     Status st = RefreshLeaders();
     if (!st.ok()) return st;
   }
-  // One request per leader, with at most one batch per partition (as Kafka's clients send).
-  std::map<int32_t, std::vector<std::pair<Part*, Batch*>>> by_leader;
+  // One batch per partition in a request (as Kafka's clients send), at most kMaxRequestBytes of
+  // them, so that the broker can start on one request while the next is on its way.
+  const size_t max_request_bytes = std::max<size_t>(options_.batch_bytes, 8 << 20);
   const int max_part_in_flight = options_.idempotent ? 5 : 1;
-  for (auto& pp : parts_) {
+  std::map<int32_t, std::vector<std::pair<Part*, Batch*>>> by_leader;
+  for (Part* pp : pending_) {
     Part& p = *pp;
     while (!p.queue.empty() && p.queue.front()->state == Batch::State::kDone) p.queue.pop_front();
     if (p.rewinding) {
-      if (p.in_flight > 0) continue;
+      if (p.in_flight > 0) continue;  // woken by the answer
       if (p.resequence) Resequence(p);
       p.rewinding = false;
     }
-    if (p.retry_at_ms > now || p.leader < 0 || p.in_flight >= max_part_in_flight) continue;
-    for (auto& b : p.queue) {
-      if (b->state != Batch::State::kQueued) continue;
-      by_leader[p.leader].push_back({&p, b.get()});
-      break;
+    if (p.retry_at_ms > now) {
+      next_wake_ms_ = std::min(next_wake_ms_, p.retry_at_ms);
+      continue;
     }
+    if (p.leader < 0) {
+      next_wake_ms_ = std::min(next_wake_ms_, now + cluster_->options().retry_backoff_ms);
+      continue;
+    }
+    if (p.in_flight >= max_part_in_flight) continue;  // woken by the answer
+    Batch* b = p.FirstQueued();
+    if (b == nullptr && p.builder) {
+      // The open batch goes once it has lingered; until then it keeps taking records.
+      if (all || now - p.open_since_ms >= options_.linger_ms) {
+        SILT_TRY(CloseBatch(p));
+        b = p.queue.back().get();
+      } else {
+        next_wake_ms_ = std::min(next_wake_ms_, p.open_since_ms + options_.linger_ms);
+      }
+    }
+    if (b != nullptr) by_leader[p.leader].push_back({&p, b});
   }
+  kick_ = false;  // CloseBatch above asked for the round this is
+
   for (auto& [leader, batches] : by_leader) {
     auto conn = cluster_->Node(leader);
     if (!conn.ok()) {
       for (auto& [p, b] : batches) {
         p->retry_at_ms = now + cluster_->options().retry_backoff_ms;
+        next_wake_ms_ = std::min(next_wake_ms_, p->retry_at_ms);
         b->last_error = conn.status().message();
         if (now >= b->deadline_ms) FailBatch(*p, b, conn.status().message());
       }
@@ -251,63 +307,96 @@ Status NetProducer::SendReady(bool all) {
       continue;
     }
     Connection* c = *conn;
-    auto& queue = in_flight_[c];
-    if (static_cast<int>(queue.size()) >= options_.max_in_flight) continue;
     auto version = c->RequireVersion(protocol::ApiKey::kProduce);
     if (!version.ok()) return version.status();
-    protocol::ProduceRequest req;
-    req.acks = options_.acks;
-    req.timeout_ms = cluster_->options().request_timeout_ms;
-    req.topic_data.push_back({topic_, {}});
-    for (auto& [p, b] : batches) {
-      protocol::ProduceRequest::PartitionData pd;
-      pd.index = p->id;
-      pd.records.bytes = std::string_view(b->bytes);
-      req.topic_data[0].partition_data.push_back(pd);
-    }
     const bool expect = options_.acks != 0;
-    auto id = c->Send(req, *version, expect);
-    if (!id.ok()) {
-      // The connection broke: what was in flight on it is answered by ReadAnswers' error path.
-      for (auto& [p, b] : batches) {
-        p->retry_at_ms = now + cluster_->options().retry_backoff_ms;
-        b->last_error = id.status().message();
+    for (size_t next = 0; next < batches.size();) {
+      auto& queue = in_flight_[c];
+      if (static_cast<int>(queue.size()) >= options_.max_in_flight) break;  // woken by an answer
+      size_t end = next, bytes = 0;
+      while (end < batches.size() &&
+             (end == next || bytes + batches[end].second->bytes.size() <= max_request_bytes)) {
+        bytes += batches[end].second->bytes.size();
+        ++end;
       }
-      need_metadata_ = true;
-      SILT_TRY(ReadAnswers(0));
-      cluster_->Drop(c);
-      in_flight_.erase(c);
-      continue;
-    }
-    if (!expect) {
-      for (auto& [p, b] : batches) {
-        b->state = Batch::State::kDone;
-        records_acked_ += b->records;
+      protocol::ProduceRequest req;
+      req.acks = options_.acks;
+      req.timeout_ms = cluster_->options().request_timeout_ms;
+      req.topic_data.push_back({topic_, {}});
+      req.topic_data[0].partition_data.reserve(end - next);
+      for (size_t i = next; i < end; ++i) {
+        protocol::ProduceRequest::PartitionData pd;
+        pd.index = batches[i].first->id;
+        pd.records.bytes = std::string_view(batches[i].second->bytes);
+        req.topic_data[0].partition_data.push_back(pd);
       }
-      continue;
+      auto id = c->Send(req, *version, expect);
+      if (!id.ok()) {
+        // The connection broke: what was in flight on it is lost too, and everything is
+        // re-sent after a metadata refresh.
+        for (size_t i = next; i < batches.size(); ++i) {
+          batches[i].first->retry_at_ms = now + cluster_->options().retry_backoff_ms;
+          batches[i].second->last_error = id.status().message();
+        }
+        next_wake_ms_ = std::min<int64_t>(next_wake_ms_, now + cluster_->options().retry_backoff_ms);
+        LoseConnection(c, id.status());
+        break;
+      }
+      if (!expect) {
+        for (size_t i = next; i < end; ++i) {
+          records_acked_ += batches[i].second->records;
+          Finish(batches[i].second);
+        }
+      } else {
+        auto f = std::make_unique<InFlight>();
+        f->version = *version;
+        f->batches.assign(batches.begin() + static_cast<std::ptrdiff_t>(next),
+                          batches.begin() + static_cast<std::ptrdiff_t>(end));
+        for (auto& [p, b] : f->batches) {
+          b->state = Batch::State::kInFlight;
+          ++p->in_flight;
+        }
+        queue.push_back(std::move(f));
+        ++requests_in_flight_;
+      }
+      next = end;
     }
-    auto f = std::make_unique<InFlight>();
-    f->version = *version;
-    for (auto& [p, b] : batches) {
-      b->state = Batch::State::kInFlight;
-      ++p->in_flight;
-      f->batches.push_back({p, b});
-    }
-    queue.push_back(std::move(f));
   }
+
+  // Drop the partitions left with nothing to send.
+  size_t keep = 0;
+  for (Part* p : pending_) {
+    while (!p->queue.empty() && p->queue.front()->state == Batch::State::kDone) p->queue.pop_front();
+    if (p->builder || p->rewinding || p->FirstQueued() != nullptr) {
+      pending_[keep++] = p;
+    } else {
+      p->pending = false;
+    }
+  }
+  pending_.resize(keep);
   return Status::OK();
 }
 
 void NetProducer::FailBatch(Part& p, Batch* b, const std::string& why) {
   if (b->state == Batch::State::kDone) return;
-  b->state = Batch::State::kDone;
+  Finish(b);
   records_failed_ += b->records;
   if (first_error_.empty()) first_error_ = why;
   if (options_.idempotent && producer_id_ >= 0) {
     // The broker never took this sequence range: what follows must be renumbered.
     p.resequence = true;
     p.rewinding = true;
+    MarkPending(p);
+    kick_ = true;
   }
+}
+
+void NetProducer::ExpireBatches(int64_t now) {
+  for (Part* p : pending_)
+    for (auto& b : p->queue)
+      if (b->state == Batch::State::kQueued && now >= b->deadline_ms)
+        FailBatch(*p, b.get(), "partition " + std::to_string(p->id) + ": " +
+                                   (b->last_error.empty() ? "delivery timed out" : b->last_error));
 }
 
 void NetProducer::Resequence(Part& p) {
@@ -320,21 +409,23 @@ void NetProducer::Resequence(Part& p) {
     seq += b->records;
   }
   if (p.builder) {
-    // The open batch was started with a sequence that is now wrong: close it later with the
-    // renumbered one by restamping at close time.
+    // The open batch was started with a sequence that is now wrong: close it with the
+    // renumbered one.
     p.next_sequence = seq;
     auto b = std::make_unique<Batch>();
     b->records = p.builder->record_count();
     auto bytes = p.builder->Finish();
     p.builder.reset();
+    buffered_ -= std::min(buffered_, p.open_bytes - format::kBatchHeaderSize);
+    p.open_bytes = 0;
     if (bytes.ok()) {
       b->bytes = std::move(*bytes);
       b->base_sequence = seq;
       Restamp(&b->bytes, seq);
       b->deadline_ms = MonotonicMs() + options_.delivery_timeout_ms;
       p.next_sequence = seq + b->records;
-      buffered_ -= std::min(buffered_, p.open_bytes - format::kBatchHeaderSize);
-      p.open_bytes = 0;
+      buffered_ += b->bytes.size();
+      ++outstanding_;
       p.queue.push_back(std::move(b));
     }
   } else {
@@ -348,7 +439,7 @@ void NetProducer::HandleResult(Part& p, Batch* b, int16_t code,
   if (b->state == Batch::State::kDone) return;
   const int64_t now = MonotonicMs();
   if (code == 0 || code == kDuplicateSequence) {
-    b->state = Batch::State::kDone;
+    Finish(b);
     records_acked_ += b->records;
     if (b->base_sequence >= 0) p.acked_sequence = b->base_sequence + b->records;
     p.backoff_ms = 0;
@@ -365,6 +456,7 @@ void NetProducer::HandleResult(Part& p, Batch* b, int16_t code,
     p.backoff_ms = p.backoff_ms == 0 ? cluster_->options().retry_backoff_ms
                                      : std::min(p.backoff_ms * 2, 1000);
     p.retry_at_ms = now + p.backoff_ms;
+    MarkPending(p);
     if (IsLeaderError(code)) need_metadata_ = true;
     return;
   }
@@ -388,6 +480,8 @@ Status NetProducer::ReadAnswers(int wait_ms) {
     Status st = c->Receive(&id, &body, c->timeout_ms());
     std::unique_ptr<InFlight> f = std::move(queue.front());
     queue.pop_front();
+    --requests_in_flight_;
+    kick_ = true;  // the answered partitions may send again
     protocol::ProduceResponse resp;
     if (st.ok()) {
       ByteReader r(body);
@@ -395,59 +489,55 @@ Status NetProducer::ReadAnswers(int wait_ms) {
     }
     if (!st.ok()) {
       // Everything in flight on this connection is unanswered: re-send it all.
-      std::vector<std::unique_ptr<InFlight>> lost;
-      lost.push_back(std::move(f));
-      for (auto& g : queue) lost.push_back(std::move(g));
-      for (auto& g : lost)
-        for (auto& [p, b] : g->batches)
-          HandleResult(*p, b, static_cast<int16_t>(ErrorCode::NETWORK_EXCEPTION), st.message());
-      cluster_->Drop(c);
-      it = in_flight_.erase(it);
-      need_metadata_ = true;
+      queue.push_front(std::move(f));
+      ++requests_in_flight_;
+      ++it;
+      LoseConnection(c, st);
       continue;
     }
+    // The answer's partitions by index, so that matching costs one pass over each side.
+    std::map<int32_t, const protocol::ProduceResponse::PartitionResponse*> answered;
+    for (const auto& t : resp.responses) {
+      if (t.name != topic_) continue;
+      for (const auto& pr : t.partition_responses) answered[pr.index] = &pr;
+    }
     for (auto& [p, b] : f->batches) {
-      int16_t code = static_cast<int16_t>(ErrorCode::NETWORK_EXCEPTION);
-      std::optional<std::string> message = std::string("no answer for this partition");
-      for (const auto& t : resp.responses) {
-        if (t.name != topic_) continue;
-        for (const auto& pr : t.partition_responses) {
-          if (pr.index != p->id) continue;
-          code = pr.error_code;
-          message = pr.error_message;
-        }
+      auto a = answered.find(p->id);
+      if (a == answered.end()) {
+        HandleResult(*p, b, static_cast<int16_t>(ErrorCode::NETWORK_EXCEPTION),
+                     std::string("no answer for this partition"));
+      } else {
+        HandleResult(*p, b, a->second->error_code, a->second->error_message);
       }
-      HandleResult(*p, b, code, message);
     }
     ++it;
   }
   return Status::OK();
 }
 
-int64_t NetProducer::Outstanding() const {
-  int64_t n = 0;
-  for (const auto& p : parts_)
-    for (const auto& b : p->queue)
-      if (b->state != Batch::State::kDone) ++n;
-  return n;
+void NetProducer::LoseConnection(Connection* c, const Status& why) {
+  auto it = in_flight_.find(c);
+  if (it != in_flight_.end()) {
+    std::deque<std::unique_ptr<InFlight>> lost = std::move(it->second);
+    in_flight_.erase(it);
+    requests_in_flight_ -= static_cast<int64_t>(lost.size());
+    for (auto& g : lost)
+      for (auto& [p, b] : g->batches)
+        HandleResult(*p, b, static_cast<int16_t>(ErrorCode::NETWORK_EXCEPTION), why.message());
+  }
+  cluster_->Drop(c);
+  need_metadata_ = true;
+  kick_ = true;
 }
 
 Status NetProducer::Flush() {
-  for (auto& p : parts_) SILT_TRY(CloseBatch(p->id));
+  for (Part* p : std::vector<Part*>(pending_)) SILT_TRY(CloseBatch(*p));
   for (;;) {
     SILT_TRY(SendReady(true));
     // Give up on batches whose delivery time passed while they waited for a retry.
-    const int64_t now = MonotonicMs();
-    for (auto& p : parts_)
-      for (auto& b : p->queue)
-        if (b->state == Batch::State::kQueued && now >= b->deadline_ms)
-          FailBatch(*p, b.get(), "partition " + std::to_string(p->id) + ": " +
-                                     (b->last_error.empty() ? "delivery timed out" : b->last_error));
-    if (Outstanding() == 0) break;
-    bool waiting = false;
-    for (auto& [c, q] : in_flight_)
-      if (!q.empty()) waiting = true;
-    if (waiting) {
+    ExpireBatches(MonotonicMs());
+    if (outstanding_ == 0) break;
+    if (requests_in_flight_ > 0) {
       SILT_TRY(ReadAnswers(50));
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));

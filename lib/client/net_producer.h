@@ -1,9 +1,12 @@
 // Producing records to a Kafka cluster (silt or Apache Kafka) over the network.
 //
-// Records are grouped into RecordBatch v2 batches per partition (closed at `batch_bytes`, or on
-// Poll() once the oldest record has waited `linger_ms`), and each leader gets one Produce request
-// carrying the ready batches of its partitions. Up to `max_in_flight` requests are pipelined per
-// connection.
+// Records are grouped into RecordBatch v2 batches per partition. A batch is closed when it
+// reaches `batch_bytes`, or once its oldest record has waited `linger_ms` and its partition may
+// send (as in Kafka's accumulator): while a partition waits for an answer, its open batch keeps
+// growing instead of queueing many small ones. Each leader gets Produce requests carrying at most
+// one batch per partition and at most max(batch_bytes, 8 MiB) of batches each; up to
+// `max_in_flight` requests are pipelined per connection. Buffered bytes (open and unacknowledged
+// batches) are bounded by `max_buffered_bytes`: Send() waits for answers beyond it.
 //
 // Idempotence (the default with acks=all, as in Kafka 3.x): InitProducerId gives a producer id
 // and epoch; every batch carries them and its partition's next sequence number, fixed when the
@@ -88,26 +91,41 @@ class NetProducer final : public Producer {
   struct InFlight;
   NetProducer(Cluster* cluster, std::string topic, const NetProducerOptions& options);
   Status InitProducerId();
-  Status CloseBatch(int32_t partition);
+  Status CloseBatch(Part& p);
   // Sends what is ready; `all` ignores linger.
   Status SendReady(bool all);
   // Reads one answer from any connection with requests outstanding; waits up to `wait_ms`.
   Status ReadAnswers(int wait_ms);
   void HandleResult(Part& p, Batch* b, int16_t code, const std::optional<std::string>& message);
   void FailBatch(Part& p, Batch* b, const std::string& why);
+  // Marks a batch acknowledged or failed for good and releases its buffer.
+  void Finish(Batch* b);
+  // Fails the queued batches whose delivery time has passed.
+  void ExpireBatches(int64_t now);
   void Resequence(Part& p);
+  void MarkPending(Part& p);
+  // Answers everything in flight on `c` as a network error (to be re-sent) and drops it.
+  void LoseConnection(Connection* c, const Status& why);
   Status RefreshLeaders();
-  int64_t Outstanding() const;
 
   Cluster* cluster_;
   std::string topic_;
   NetProducerOptions options_;
   Partitioner partitioner_;
   std::vector<std::unique_ptr<Part>> parts_;
+  // Partitions with an open batch, a batch waiting to be sent, or a rewind in progress: the only
+  // ones SendReady() looks at, so that its cost follows the partitions in use, not the topic's.
+  std::vector<Part*> pending_;
   std::map<Connection*, std::deque<std::unique_ptr<InFlight>>> in_flight_;
+  int64_t requests_in_flight_ = 0;
   int64_t producer_id_ = -1;
   int16_t producer_epoch_ = -1;
-  size_t buffered_ = 0;
+  size_t buffered_ = 0;         // bytes of open batches and of closed, unacknowledged ones
+  int64_t outstanding_ = 0;     // closed batches not yet acknowledged or failed
+  bool kick_ = false;           // something may be sendable now: SendReady() on the next Poll()
+  int64_t next_wake_ms_ = 0;    // when SendReady() next has something to do without a kick
+  static constexpr int kPollsPerRead = 8;
+  int polls_since_read_ = 0;    // Poll() calls since it last looked for answers
   bool need_metadata_ = false;
   int64_t records_acked_ = 0;
   int64_t records_failed_ = 0;

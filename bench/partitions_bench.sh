@@ -1,0 +1,209 @@
+#!/bin/bash
+# What a partition costs. Three measures against one `silt serve`:
+#
+#   1. Produce throughput to a topic of 1, 16, 128 and 1,024 partitions (BENCH_PARTITIONS), keyed
+#      records (a 10-byte key and a 90-byte value: 100 bytes of record), acks=1, with silt's own
+#      client (`silt produce -b`) and with kcat (librdkafka). Each figure is the best of
+#      BENCH_RUNS runs, with the broker's CPU seconds during that run (utime + stime from
+#      /proc/PID/stat), the client's CPU seconds, and the load average when it was taken. The
+#      1-partition rate of the same client in the same run is the baseline: every figure is also
+#      printed as a ratio to it (goal: 1,024 partitions >= 0.6x, for both clients). Each run
+#      writes the records twice to a fresh topic: "cold" (each partition's first append, which
+#      costs the broker file creation and fsyncs, is inside the figure) and then "warm". The
+#      records that reached the log are counted (the sum of the partitions' log end offsets) so
+#      that a client that loses records cannot look fast.
+#   2. The broker's CPU per Produce request and per partition in a request, with requests of
+#      1 to 1,024 partitions (bench/produce_request_bench, one connection, 5 in flight).
+#   3. What 10,000 partitions (BENCH_MANY_PARTITIONS) cost the broker at rest: its resident
+#      memory (VmRSS from /proc/PID/status) and open files (/proc/PID/fd), before the topic
+#      exists, after it is created, after one record was produced to every partition, and after
+#      every partition was fetched once (`silt consume -b -o beginning`); and the topic's size on
+#      disk (allocated blocks and apparent size).
+#
+# Environment: SILT (the binary, required), BENCH_RECORDS (default 1000000), BENCH_RUNS (3),
+# BENCH_PARTITIONS ("1 16 128 1024"), BENCH_MANY_PARTITIONS (10000; 0 skips part 3), BENCH_DIR,
+# PRODUCE_REQUEST_BENCH (default: bench/ beside $SILT, built by CMake with the others).
+set -euo pipefail
+SILT=${SILT:?}
+N=${BENCH_RECORDS:-1000000}
+RUNS=${BENCH_RUNS:-3}
+COUNTS=${BENCH_PARTITIONS:-1 16 128 1024}
+MANY=${BENCH_MANY_PARTITIONS:-10000}
+DIR=${BENCH_DIR:-/tmp/silt-bench}/partitions
+rm -rf "$DIR"; mkdir -p "$DIR"
+BIN_DIR=$(cd "$(dirname "$SILT")" && pwd)
+PY=/usr/bin/python3
+TICK=$(getconf CLK_TCK)
+now() { date +%s.%N; }
+calc() { $PY -c "print($1)"; }
+load() { echo "load $(cut -d' ' -f1-3 /proc/loadavg)"; }
+
+# kcat producer settings, the same for every partition count: those of bench/broker_bench.sh
+# (acks=1, linger.ms=5, librdkafka's defaults otherwise: batch.num.messages=10000,
+# queue.buffering.max.messages=100000, queue.buffering.max.kbytes=1048576,
+# max.in.flight.requests.per.connection=1000000) and Java's partitioner (murmur2 of the key), so
+# that both clients put each key on the same partition. BENCH_KCAT_SETTINGS replaces them.
+read -r -a KCAT_SETTINGS <<< "${BENCH_KCAT_SETTINGS:--X acks=1 -X linger.ms=5 -X partitioner=murmur2_random}"
+# silt's own client: acks=1 (which turns idempotence off, as in Kafka's producer) and its
+# defaults otherwise (--batch-size 256 KiB, --linger-ms 5).
+SILT_SETTINGS=(--acks 1 -K :)
+
+echo "generating $N keyed records (10-byte key, 90-byte value)..." >&2
+seq 1 "$N" | awk '{printf "%010d:%090d\n", $1 * 7919 % 1000000007, $1}' > "$DIR/records.txt"
+
+"$SILT" serve -d "$DIR/data" --listen 127.0.0.1:0 2>"$DIR/broker.log" &
+BPID=$!
+trap 'kill $BPID 2>/dev/null || true' EXIT
+for _ in $(seq 100); do grep -q "listening on" "$DIR/broker.log" 2>/dev/null && break; sleep 0.1; done
+B=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$DIR/broker.log" | head -1)
+[ -n "$B" ] || { echo "broker did not start:" >&2; cat "$DIR/broker.log" >&2; exit 1; }
+
+# The broker's CPU time so far, in clock ticks (utime + stime of all its threads).
+broker_ticks() { awk '{print $14 + $15}' "/proc/$BPID/stat"; }
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$BPID/status"; }
+open_files() { ls "/proc/$BPID/fd" | wc -l; }
+# The number of records in TOPIC's log: the sum of its partitions' log end offsets.
+records_in() {
+  "$SILT" topic describe -b "$B" "$1" | awk -F'\t' '$1 ~ /^[0-9]+$/ {s += $6} END {print s + 0}'
+}
+
+# Deletes a topic. Deleting 1,024 partitions can outlast the client's 30 s request timeout on a
+# busy disk; the broker finishes it all the same, so wait until the topic is gone.
+drop() {
+  "$SILT" topic delete -b "$B" "$1" >/dev/null 2>&1 && return 0
+  for _ in $(seq 120); do
+    "$SILT" topic list -b "$B" 2>/dev/null | grep -qx "$1" || return 0
+    sleep 1
+  done
+  echo "topic $1 was not deleted" >&2; exit 1
+}
+
+# produce CLIENT TOPIC: produces the records once; appends "seconds broker_cpu client_cpu" to
+# $DIR/run.out.
+produce() {
+  local client=$1 topic=$2 c0 c1 t0 t1 cpu
+  c0=$(broker_ticks); t0=$(now)
+  if [ "$client" = silt ]; then
+    cpu=$( { /usr/bin/time -f "%U %S" "$SILT" produce -b "$B" -t "$topic" "${SILT_SETTINGS[@]}" \
+               "$DIR/records.txt" >/dev/null; } 2>&1 | tail -1)
+  else
+    cpu=$( { /usr/bin/time -f "%U %S" kcat -P -b "$B" -t "$topic" -K : "${KCAT_SETTINGS[@]}" \
+               < "$DIR/records.txt" >/dev/null; } 2>&1 | tail -1)
+  fi
+  t1=$(now); c1=$(broker_ticks)
+  echo "$(calc "$t1 - $t0") $(calc "round(($c1 - $c0) / $TICK, 2)") $(calc "round(${cpu% *} + ${cpu#* }, 2)")" >> "$DIR/run.out"
+}
+
+# A run writes the records twice to a fresh topic: "cold", the first records each partition
+# ever gets (the broker's first append to a partition included), then "warm", the same again.
+declare -A RATE BCPU CCPU LOAD
+for parts in $COUNTS; do
+  for client in silt kcat; do
+    for r in $(seq "$RUNS"); do
+      topic="$client-$parts-$r"
+      "$SILT" topic create -b "$B" "$topic" --partitions "$parts" >/dev/null
+      : > "$DIR/run.out"
+      produce "$client" "$topic"
+      produce "$client" "$topic"
+      got=$(records_in "$topic")
+      [ "$got" = $((2 * N)) ] || { echo "$client to $parts partitions: $got records in the log, expected $((2 * N))" >&2; exit 1; }
+      drop "$topic"
+      l=$(load)
+      for phase in cold warm; do
+        if [ $phase = cold ]; then read -r d bc cc < <(sed -n 1p "$DIR/run.out"); else read -r d bc cc < <(sed -n 2p "$DIR/run.out"); fi
+        echo "  run $r: $client -> $parts partition(s), $phase: $(calc "round($N / $d)") records/s, broker CPU ${bc} s, client CPU ${cc} s ($l)" >&2
+        k=$client,$phase,$parts
+        if [ -z "${RATE[$k]:-}" ] || [ "$(calc "int($N / $d > ${RATE[$k]})")" = 1 ]; then
+          RATE[$k]=$(calc "$N / $d"); BCPU[$k]=$bc; CCPU[$k]=$cc; LOAD[$k]=$l
+        fi
+      done
+    done
+  done
+done
+
+first=${COUNTS%% *}
+last=${COUNTS##* }
+echo "records: $N keyed (10-byte key, 90-byte value), acks=1, best of $RUNS runs each, baseline $first partition(s)"
+echo "silt produce settings: ${SILT_SETTINGS[*]} (defaults otherwise)"
+echo "kcat producer settings: ${KCAT_SETTINGS[*]} (librdkafka defaults otherwise)"
+echo "cold: a fresh topic (each partition's first append included); warm: the same records again"
+printf "%-6s %-5s %10s %12s %7s %10s %10s  %s\n" client phase partitions records/s ratio broker-cpu client-cpu load
+for client in silt kcat; do
+  for phase in warm cold; do
+    for parts in $COUNTS; do
+      k=$client,$phase,$parts
+      printf "%-6s %-5s %10s %12s %6sx %9ss %9ss  (%s)\n" "$client" "$phase" "$parts" \
+        "$(calc "round(${RATE[$k]})")" "$(calc "round(${RATE[$k]} / ${RATE[$client,$phase,$first]}, 2)")" \
+        "${BCPU[$k]}" "${CCPU[$k]}" "${LOAD[$k]}"
+    done
+  done
+done
+for client in silt kcat; do
+  for phase in warm cold; do
+    echo "$client $phase: $last partitions / $first: $(calc "round(${RATE[$client,$phase,$last]} / ${RATE[$client,$phase,$first]}, 2)")x   (goal >= 0.6x)"
+  done
+done
+
+# ---- the broker's cost per request and per partition in a request ------------------------
+# kcat (librdkafka 2.0) sends one partition per Produce request, silt's client all of a
+# leader's ready partitions in one: bench/produce_request_bench replays the same 100-record
+# batches in requests of 1 to 1,024 partitions against the broker alone.
+REQ_BENCH=${PRODUCE_REQUEST_BENCH:-$BIN_DIR/bench/produce_request_bench}
+if [ -x "$REQ_BENCH" ]; then
+  "$SILT" topic create -b "$B" requests --partitions "$last" >/dev/null
+  # Every partition's first append, outside the figures.
+  "$REQ_BENCH" -b "$B" -t requests --partitions-per-request "$last" --records-per-batch 1 --requests 1 >/dev/null
+  echo "broker cost per Produce request (100 records per partition, 5 in flight, best of $RUNS):"
+  for k in $COUNTS; do
+    best=""; line=""
+    for r in $(seq "$RUNS"); do
+      out=$("$REQ_BENCH" -b "$B" -t requests --partitions-per-request "$k" --records-per-batch 100 \
+              --requests $(( (2000 + k - 1) / k * 4 )) --broker-pid "$BPID")
+      rate=$(echo "$out" | sed -n 's/.* \([0-9]*\) records\/s.*/\1/p')
+      if [ -z "$best" ] || [ "$rate" -gt "$best" ]; then best=$rate; line="$out ($(load))"; fi
+    done
+    echo "  $line"
+  done
+  drop requests
+else
+  echo "broker cost per request: not measured ($REQ_BENCH missing: build bench/produce_request_bench)"
+fi
+
+# ---- 10k partitions at rest ----------------------------------------------------------------
+[ "$MANY" -gt 0 ] || exit 0
+echo "$MANY partitions: the broker's memory and open files" >&2
+row() { printf "  %-34s RSS %8s KiB  open files %6s  (%s)\n" "$1" "$(rss_kb)" "$(open_files)" "$(load)"; }
+rss0=$(rss_kb); fd0=$(open_files)
+row "before the topic exists"
+# Created 1,000 partitions at a time (CreateTopics, then CreatePartitions), so that no request
+# outlasts the client's 30 s request timeout.
+step=1000
+t0=$(now)
+"$SILT" topic create -b "$B" many --partitions $((MANY < step ? MANY : step)) >/dev/null
+for ((n = 2 * step; n < MANY + step; n += step)); do
+  "$SILT" topic alter-config -b "$B" many --partitions $((n < MANY ? n : MANY)) >/dev/null
+done
+t1=$(now)
+row "after topic create"
+echo "  topic create: $(calc "round($t1 - $t0, 1)") s ($(calc "round(($t1 - $t0) * 1000 / $MANY, 2)") ms per partition)"
+seq 0 $((MANY - 1)) | awk '{printf "%010d:%090d\n", $1, $1}' > "$DIR/many.txt"
+t0=$(now)
+if ! "$SILT" produce -b "$B" -t many --acks 1 --partitioner round-robin "$DIR/many.txt" 2>"$DIR/many.err"; then
+  echo "  produce failed: $(tail -c 300 "$DIR/many.err")"
+fi
+t1=$(now)
+# A partition the broker could not open answers ListOffsets with an error.
+got=$(records_in many 2>/dev/null || echo "not all")
+row "after one record to each partition"
+echo "  produce: $got of $MANY records in the log, $(calc "round($t1 - $t0, 1)") s ($(calc "round(($t1 - $t0) * 1000 / $MANY, 2)") ms per partition: each partition's first append)"
+rss1=$(rss_kb); fd1=$(open_files)
+got=$("$SILT" consume -b "$B" -t many -o beginning 2>"$DIR/many.err" | wc -l) || true
+row "after fetching every partition"
+echo "  consume: $got records"
+rss2=$(rss_kb); fd2=$(open_files)
+du_alloc=$(du -sk "$DIR/data" | cut -f1)
+du_apparent=$(du -sk --apparent-size "$DIR/data" | cut -f1)
+echo "per partition after produce: $(calc "round(($rss1 - $rss0) / $MANY, 1)") KiB RSS, $(calc "round(($fd1 - $fd0) / $MANY, 2)") open files"
+echo "per partition after fetch:   $(calc "round(($rss2 - $rss0) / $MANY, 1)") KiB RSS, $(calc "round(($fd2 - $fd0) / $MANY, 2)") open files"
+echo "data dir: $du_alloc KiB allocated, $du_apparent KiB apparent ($(calc "round($du_alloc / $MANY, 1)") KiB allocated per partition)"
+echo "open-file limit of the broker: $(awk '/Max open files/ {print $4}' "/proc/$BPID/limits")"

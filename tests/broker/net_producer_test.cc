@@ -1,0 +1,134 @@
+// NetProducer against an in-process broker: what reaches the log, batch by batch.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "base/file.h"
+#include "broker_test_util.h"
+#include "client/admin.h"
+#include "client/cluster.h"
+#include "client/net_producer.h"
+#include "format/layout.h"
+#include "format/record_batch.h"
+
+namespace silt::client {
+namespace {
+
+using broker::testing::TestBroker;
+
+std::unique_ptr<Cluster> ConnectTo(const TestBroker& b) {
+  ClusterOptions o;
+  o.bootstrap.push_back({"127.0.0.1", b.port});
+  auto c = Cluster::Connect(o);
+  REQUIRE_MESSAGE(c.ok(), c.status().ToString());
+  return std::move(c).value();
+}
+
+struct PartitionContents {
+  int batches = 0;
+  std::vector<std::string> values;
+};
+
+// Reads a partition's first segment as the broker wrote it (Kafka's format), batch by batch.
+PartitionContents ReadPartition(const std::string& data_dir, const std::string& topic, int p) {
+  auto data = ReadFile(data_dir + "/" + topic + "-" + std::to_string(p) +
+                       "/00000000000000000000.log");
+  REQUIRE_MESSAGE(data.ok(), data.status().ToString());
+  PartitionContents out;
+  std::string_view rest(*data);
+  while (!rest.empty()) {
+    auto view = format::RecordBatchView::Parse(rest);
+    REQUIRE_MESSAGE(view.ok(), view.status().ToString());
+    ++out.batches;
+    REQUIRE(view->ForEachRecord([&](const format::RecordView& r) {
+                   out.values.emplace_back(r.value);
+                   return true;
+                 })
+                .ok());
+    rest.remove_prefix(view->bytes().size());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("records for a partition that waits for an answer join its open batch, not a batch each") {
+  // With linger.ms=0 every record may go at once, but a partition has one request in flight
+  // at a time without idempotence: what arrives meanwhile must wait in one growing batch.
+  TestBroker b;
+  auto cluster = ConnectTo(b);
+  REQUIRE(CreateTopic(cluster.get(), {"t", 4, -1, {}}).ok());
+  NetProducerOptions o;
+  o.acks = 1;
+  o.linger_ms = 0;
+  o.partitioner = Partitioner::Kind::kRoundRobin;
+  auto p = NetProducer::Open(cluster.get(), "t", o);
+  REQUIRE_MESSAGE(p.ok(), p.status().ToString());
+  const int n = 40000;
+  for (int i = 0; i < n; ++i) {
+    std::string v = "value-" + std::to_string(i);
+    REQUIRE((*p)->Send(std::nullopt, v, {}).ok());
+  }
+  REQUIRE((*p)->Flush().ok());
+  CHECK((*p)->records_sent() == n);
+  CHECK((*p)->records_failed() == 0);
+  int batches = 0, records = 0;
+  for (int part = 0; part < 4; ++part) {
+    PartitionContents c = ReadPartition(b.data_dir, "t", part);
+    batches += c.batches;
+    records += static_cast<int>(c.values.size());
+  }
+  CHECK(records == n);
+  // One batch per record before: every Poll() closed each partition's open batch.
+  CHECK_MESSAGE(batches <= n / 20, batches, " batches for ", n, " records");
+}
+
+TEST_CASE("keyed records over 64 partitions each arrive once, in the order sent per partition") {
+  TestBroker b;
+  auto cluster = ConnectTo(b);
+  const int parts = 64;
+  REQUIRE(CreateTopic(cluster.get(), {"wide", parts, -1, {}}).ok());
+  for (bool idempotent : {false, true}) {
+    CAPTURE(idempotent);
+    NetProducerOptions o;
+    o.acks = idempotent ? -1 : 1;
+    o.idempotent = idempotent;
+    o.batch_bytes = 4096;            // several batches per partition
+    o.max_buffered_bytes = 1 << 20;  // and Send() has to wait for answers
+    auto p = NetProducer::Open(cluster.get(), "wide", o);
+    REQUIRE_MESSAGE(p.ok(), p.status().ToString());
+    const int n = 60000;
+    for (int i = 0; i < n; ++i) {
+      std::string k = "key-" + std::to_string(i % 20000);
+      std::string v = std::string(idempotent ? "i" : "a") + std::to_string(i);
+      REQUIRE((*p)->Send(k, v, {}).ok());
+    }
+    REQUIRE((*p)->Flush().ok());
+    CHECK((*p)->records_sent() == n);
+    CHECK((*p)->records_failed() == 0);
+  }
+  // Per partition, the values of each round come in increasing i.
+  int total = 0;
+  for (int part = 0; part < parts; ++part) {
+    PartitionContents c = ReadPartition(b.data_dir, "wide", part);
+    total += static_cast<int>(c.values.size());
+    long last_a = -1, last_i = -1;
+    bool seen_i = false;
+    for (const std::string& v : c.values) {
+      long i = std::stol(v.substr(1));
+      if (v[0] == 'a') {
+        REQUIRE_FALSE(seen_i);  // the second producer started after the first flushed
+        REQUIRE(i > last_a);
+        last_a = i;
+      } else {
+        seen_i = true;
+        REQUIRE(i > last_i);
+        last_i = i;
+      }
+    }
+  }
+  CHECK(total == 2 * 60000);
+}
+
+}  // namespace silt::client
