@@ -87,7 +87,7 @@ PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::s
 
   // The batch is appended where it was received: the request owns its frame, and nothing
   // reads these bytes after the append patches baseOffset into them.
-  ProduceAppend a = part.AppendFromProducer(req.mutable_bytes(view->bytes()), view->bytes().size());
+  ProduceAppend a = part.AppendFromProducer(req.mutable_bytes(view->bytes()), view->bytes().size(), cfg);
   if (a.error == ErrorCode::INVALID_RECORD && version < 8) a.error = ErrorCode::CORRUPT_MESSAGE;
   out.error = a.error;
   out.message = std::move(a.message);

@@ -80,10 +80,7 @@ Result<std::shared_ptr<Partition>> Partition::Open(std::string topic, PartitionI
 
 std::string Partition::name() const { return topic_ + "-" + std::to_string(partition_.value()); }
 
-bool Partition::alive() const {
-  std::shared_lock<std::shared_mutex> life(life_mu_);
-  return log_ != nullptr;
-}
+bool Partition::alive() const { return alive_.load(std::memory_order_acquire); }
 
 Offset Partition::log_start_offset() const {
   std::shared_lock<std::shared_mutex> life(life_mu_);
@@ -156,7 +153,8 @@ Status Partition::TakeOfflineAfter(const Status& flush_error) {
 
 // ---- writes -----------------------------------------------------------------------------
 
-ProduceAppend Partition::AppendFromProducer(char* batch, size_t size) {
+ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
+                                            const storage::LogConfig& config) {
   ProduceAppend out;
   auto fail = [&out](ErrorCode c, std::string m) {
     out.error = c;
@@ -171,7 +169,7 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size) {
   {
     std::shared_lock<std::shared_mutex> life(life_mu_);
     if (!log_) return fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "");
-    if (Status k = storage::CheckKeysForCompaction(log_->config(), bytes); !k.ok()) {
+    if (Status k = storage::CheckKeysForCompaction(config, bytes); !k.ok()) {
       return fail(ErrorCode::INVALID_RECORD, k.message());
     }
     if (offline_.load()) return fail(ErrorCode::KAFKA_STORAGE_ERROR, name() + " is offline");
@@ -511,6 +509,7 @@ void Partition::WakeAll() {
 }
 
 void Partition::Shutdown() {
+  alive_.store(false, std::memory_order_release);
   {
     std::unique_lock<std::shared_mutex> life(life_mu_);
     log_.reset();

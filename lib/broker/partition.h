@@ -123,8 +123,9 @@ class Partition {
   // offset and leader epoch). Checks the batch's keys against cleanup.policy=compact and the
   // idempotent producer's sequence: a retry of one of the producer's last five batches is
   // answered with the original offsets and appends nothing. Producer state is recorded exactly
-  // when the batch is in the log.
-  ProduceAppend AppendFromProducer(char* batch, size_t size);
+  // when the batch is in the log. `config` is the one the caller validated the batch against
+  // (config(), read once per request).
+  ProduceAppend AppendFromProducer(char* batch, size_t size, const storage::LogConfig& config);
   // Appends a batch the broker built itself (group metadata, offsets), with no producer checks.
   Result<Offset> AppendInternal(std::string* batch);
   // Delete-records: moves the log start to `offset` (-1: the high watermark). Offsets above
@@ -204,6 +205,7 @@ class Partition {
   std::shared_ptr<storage::PartitionLog> log_;
   const std::string log_dir_;
   std::atomic<bool> offline_{false};
+  std::atomic<bool> alive_{true};  // false from Shutdown on (log_ goes right after)
   std::atomic<std::thread::id> append_thread_{};
 
   // Guards producers_ and makes check + append + record one step.

@@ -17,7 +17,9 @@ Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topi
     auto it = slots_.find(key);
     if (it != slots_.end()) {
       slot = it->second;
-      // The common case: open already. Read under the slot's lock only when it may not be.
+      // The common case: open already, and no lock but the map's is needed.
+      std::shared_ptr<Partition> p = slot->partition.load(std::memory_order_acquire);
+      if (p && p->alive()) return p;
     }
   }
   if (!slot) {
@@ -28,7 +30,7 @@ Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topi
     slot = s;
   }
   std::lock_guard<std::mutex> open(slot->open_mu);
-  if (slot->partition && slot->partition->alive()) return slot->partition;
+  if (auto p = slot->partition.load(); p && p->alive()) return p;
   SILT_ASSIGN_OR_RETURN(std::shared_ptr<storage::PartitionLog> log,
                         logs_->OpenLog(topic, partition));
   SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
@@ -41,7 +43,7 @@ Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topi
       return Status::InvalidArgument("the broker is shutting down");
     }
   }
-  slot->partition = p;
+  slot->partition.store(p, std::memory_order_release);
   return p;
 }
 
@@ -53,8 +55,7 @@ std::vector<std::shared_ptr<Partition>> PartitionManager::Opened() const {
   }
   std::vector<std::shared_ptr<Partition>> out;
   for (auto& s : slots) {
-    std::lock_guard<std::mutex> open(s->open_mu);
-    if (s->partition) out.push_back(s->partition);
+    if (auto p = s->partition.load()) out.push_back(std::move(p));
   }
   return out;
 }
@@ -74,8 +75,7 @@ void PartitionManager::RemoveTopic(const std::string& topic) {
   }
   for (auto& s : removed) {
     std::lock_guard<std::mutex> open(s->open_mu);
-    if (s->partition) s->partition->Shutdown();
-    s->partition.reset();
+    if (auto p = s->partition.exchange(nullptr)) p->Shutdown();
   }
 }
 
@@ -110,12 +110,12 @@ void PartitionManager::ShutdownAll() {
   }
   for (auto& [k, s] : slots) {
     std::lock_guard<std::mutex> open(s->open_mu);
-    if (!s->partition) continue;
+    std::shared_ptr<Partition> p = s->partition.exchange(nullptr);
+    if (!p) continue;
     // A clean shutdown leaves a snapshot at the log end: the next start replays nothing.
-    Status snap = s->partition->WriteProducerSnapshot();
-    if (!snap.ok()) LogWarn("producer snapshot of " + s->partition->name() + ": " + snap.ToString());
-    s->partition->Shutdown();
-    s->partition.reset();
+    Status snap = p->WriteProducerSnapshot();
+    if (!snap.ok()) LogWarn("producer snapshot of " + p->name() + ": " + snap.ToString());
+    p->Shutdown();
   }
 }
 
