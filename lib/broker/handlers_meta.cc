@@ -1,5 +1,6 @@
 // ApiVersions, Metadata and InitProducerId.
 #include "base/topic_name.h"
+#include "base/uuid.h"
 #include "broker/dispatch.h"
 #include "broker/handlers.h"
 #include "broker/logging.h"
@@ -38,6 +39,9 @@ namespace {
 protocol::MetadataResponse::Topic DescribeTopic(const TopicMetadata& t) {
   protocol::MetadataResponse::Topic out;
   out.name = t.name;
+  // Topic ids are kept in base64 (partition.metadata's form); one that does not parse (a
+  // hand-edited file) goes out as the zero uuid, Kafka's "no id".
+  if (auto id = Uuid::Parse(t.topic_id); id.ok()) out.topic_id = *id;
   out.is_internal = t.internal;
   for (const PartitionAssignment& a : t.partitions) {
     protocol::MetadataResponse::Partition part;
@@ -67,6 +71,23 @@ Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond 
     // Before v4 there is no AllowAutoTopicCreation field: the broker setting decides.
     bool allow_auto = req->api_version < 4 || request.allow_auto_topic_creation;
     for (const auto& want : *request.topics) {
+      if (want.name.empty() && !want.topic_id.is_zero()) {
+        // v10+: asked for by topic id alone.
+        std::optional<TopicMetadata> found;
+        std::string id = want.topic_id.ToString();
+        for (TopicMetadata& t : ctx.metadata.ListTopics()) {
+          if (t.topic_id == id) found = std::move(t);
+        }
+        if (found) {
+          resp.topics.push_back(DescribeTopic(*found));
+        } else {
+          protocol::MetadataResponse::Topic t;
+          t.topic_id = want.topic_id;
+          t.error_code = Wire(ErrorCode::UNKNOWN_TOPIC_ID);
+          resp.topics.push_back(std::move(t));
+        }
+        continue;
+      }
       if (!ValidateTopicName(want.name).ok()) {
         protocol::MetadataResponse::Topic t;
         t.name = want.name;

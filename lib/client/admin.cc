@@ -491,6 +491,7 @@ class NetAdmin : public Admin {
     SILT_ASSIGN_OR_RETURN(auto ends, client::ListOffsets(c_.get(), topic, latest_q));
     TopicDescription d;
     d.name = topic;
+    d.topic_id = meta.topic_id;
     d.internal = meta.internal;
     d.partition_count = static_cast<int32_t>(meta.partitions.size());
     for (const auto& p : meta.partitions) {

@@ -112,8 +112,7 @@ struct PartitionDescription {
 
 struct TopicDescription {
   std::string name;
-  // Over the network: none. Only Metadata v10+ (flexible) and DescribeTopicPartitions carry
-  // topic ids, and silt serves Metadata up to v8.
+  // Over the network, from Metadata v10+ (null from a broker that serves only older versions).
   std::optional<std::string> topic_id;
   bool internal = false;
   int32_t partition_count = 0;

@@ -115,6 +115,7 @@ Result<protocol::MetadataResponse> Cluster::FetchMetadata(
   for (const auto& t : resp.topics) {
     TopicMeta m;
     m.name = t.name;
+    if (!t.topic_id.is_zero()) m.topic_id = t.topic_id.ToString();
     m.error_code = t.error_code;
     m.internal = t.is_internal;
     for (const auto& p : t.partitions) {

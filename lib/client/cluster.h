@@ -39,6 +39,7 @@ struct PartitionMeta {
 
 struct TopicMeta {
   std::string name;
+  std::optional<std::string> topic_id;  // base64; Metadata v10+ only
   int16_t error_code = 0;
   bool internal = false;
   std::vector<PartitionMeta> partitions;  // sorted by partition id

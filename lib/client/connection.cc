@@ -47,8 +47,11 @@ const std::pair<int16_t, int16_t>* ClientVersionRange(ApiKey key) {
   static thread_local std::pair<int16_t, int16_t> range;
   const protocol::ApiInfo* info = protocol::FindApi(key);
   if (info == nullptr) return nullptr;
-  // Only the non-flexible versions: the flexible encodings past the served range are not coded.
-  int16_t max = std::min<int16_t>(info->max_version, info->first_flexible_version - 1);
+  // The non-flexible versions, and Metadata's flexible ones (v10+ carry topic ids): the client
+  // has been checked against Kafka's own bytes only for those.
+  int16_t max = key == ApiKey::kMetadata
+                    ? info->max_version
+                    : std::min<int16_t>(info->max_version, info->first_flexible_version - 1);
   range = {info->min_version, max};
   return &range;
 }

@@ -14,7 +14,7 @@ constexpr std::array kApis = {
     ApiInfo{ApiKey::kProduce,           "Produce",             3,  8,  9},
     ApiInfo{ApiKey::kFetch,             "Fetch",               4,  11, 12},
     ApiInfo{ApiKey::kListOffsets,       "ListOffsets",         0,  5,  6},
-    ApiInfo{ApiKey::kMetadata,          "Metadata",            0,  8,  9},
+    ApiInfo{ApiKey::kMetadata,          "Metadata",            0, 12,  9},
     ApiInfo{ApiKey::kOffsetCommit,      "OffsetCommit",        0,  7,  8},
     ApiInfo{ApiKey::kOffsetFetch,       "OffsetFetch",         0,  5,  6},
     ApiInfo{ApiKey::kFindCoordinator,   "FindCoordinator",     0,  2,  3},

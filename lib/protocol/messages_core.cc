@@ -43,7 +43,12 @@ void IoApiVersionsResponse(IO& io, M& m, int16_t v) {
 template <class IO, class M>
 void IoMetadataRequest(IO& io, M& m, int16_t v) {
   auto topic = [&](auto& t) {
-    io.String(t.name);
+    if (v >= 10) {
+      io.Uuid(t.topic_id);
+      io.NullableAsEmptyString(t.name);
+    } else {
+      io.String(t.name);
+    }
     io.TaggedFields();
   };
   if (v >= 1) {
@@ -75,7 +80,12 @@ void IoMetadataResponse(IO& io, M& m, int16_t v) {
   if (v >= 1) io.I32(m.controller_id);
   io.Array(m.topics, [&](auto& t) {
     io.I16(t.error_code);
-    io.String(t.name);
+    if (v >= 12) {
+      io.NullableAsEmptyString(t.name);
+    } else {
+      io.String(t.name);
+    }
+    if (v >= 10) io.Uuid(t.topic_id);
     if (v >= 1) io.Bool(t.is_internal);
     io.Array(t.partitions, [&](auto& p) {
       io.I16(p.error_code);

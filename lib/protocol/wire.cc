@@ -26,6 +26,22 @@ void Decoder::I32(int32_t& v) {
 void Decoder::I64(int64_t& v) {
   if (ok() && !r_.I64(&v)) Fail(Status::Truncated(At("int64 past end of message", remaining())));
 }
+void Decoder::Uuid(silt::Uuid& v) {
+  std::string_view b;
+  if (!ok()) return;
+  if (!r_.Bytes(16, &b)) {
+    Fail(Status::Truncated(At("uuid past end of message", remaining())));
+    return;
+  }
+  silt::Uuid::Bytes bytes;
+  std::copy(b.begin(), b.end(), reinterpret_cast<char*>(bytes.data()));
+  v = silt::Uuid(bytes);
+}
+void Decoder::NullableAsEmptyString(std::string& v) {
+  std::optional<std::string> s;
+  NullableString(s);
+  v = s.value_or(std::string());
+}
 void Decoder::Bool(bool& v) {
   int8_t b = 0;
   I8(b);

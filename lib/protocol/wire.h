@@ -25,6 +25,7 @@
 
 #include "base/coding.h"
 #include "base/status.h"
+#include "base/uuid.h"
 
 namespace silt::protocol {
 
@@ -80,6 +81,9 @@ class Decoder {
   void I32(int32_t& v);
   void I64(int64_t& v);
   void Bool(bool& v);
+  void Uuid(silt::Uuid& v);  // 16 bytes, most significant first
+  // A string that is null on the wire where empty in the struct (a name no entity can have).
+  void NullableAsEmptyString(std::string& v);
   void Uvarint(uint32_t& v);
 
   // string / compact_string. A null (-1) where the field is not nullable is Corruption.
@@ -159,6 +163,12 @@ class Encoder {
   void I32(const int32_t& v) { w_.I32(v); }
   void I64(const int64_t& v) { w_.I64(v); }
   void Bool(const bool& v) { w_.I8(v ? 1 : 0); }
+  void Uuid(const silt::Uuid& v) {
+    w_.Raw(reinterpret_cast<const char*>(v.bytes().data()), v.bytes().size());
+  }
+  void NullableAsEmptyString(const std::string& v) {
+    NullableString(v.empty() ? std::nullopt : std::optional<std::string>(v));
+  }
   void Uvarint(const uint32_t& v) { w_.Uvarint(v); }
   void String(const std::string& v) { StringView(v); }
   void StringView(std::string_view v);

@@ -323,12 +323,44 @@ TEST_CASE("Metadata names this broker and auto-creates topics when allowed") {
   CHECK(resp.brokers[0].host == "127.0.0.1");
   CHECK(resp.controller_id == 7);
   CHECK(resp.cluster_id.has_value());
-  for (int16_t v = 0; v <= 8; ++v) {
+  for (int16_t v = 0; v <= 12; ++v) {
     protocol::MetadataRequest all;  // null topics (v1+) or empty (v0): every topic
     if (v == 0) all.topics.emplace();
     c.Call(all, v, &resp);
     CHECK(resp.topics.size() == 1);
   }
+}
+
+TEST_CASE("Metadata v10+ carries the topic id of partition.metadata and finds topics by id") {
+  TestBroker b;
+  Client c(b.port);
+  CreateTopic(c, "ids", 2);
+  // The id the data dir stored (partition.metadata: "version: 0\ntopic_id: <base64>").
+  std::string pm = *ReadFile(JoinPath(b.data_dir, "ids-0/partition.metadata"));
+  std::string stored = pm.substr(pm.find("topic_id: ") + 10, 22);
+  protocol::MetadataRequest md;
+  md.topics.emplace();
+  md.topics->push_back({"ids"});
+  protocol::MetadataResponse resp;
+  c.Call(md, 12, &resp);
+  REQUIRE(resp.topics.size() == 1);
+  CHECK(resp.topics[0].topic_id.ToString() == stored);
+  c.Call(md, 9, &resp);  // flexible, but before topic ids
+  CHECK(resp.topics[0].topic_id.is_zero());
+
+  // By id alone (v10+: the name is null).
+  protocol::MetadataRequest by_id;
+  by_id.topics.emplace();
+  by_id.topics->push_back({"", *Uuid::Parse(stored)});
+  c.Call(by_id, 12, &resp);
+  REQUIRE(resp.topics.size() == 1);
+  CHECK(resp.topics[0].error_code == 0);
+  CHECK(resp.topics[0].name == "ids");
+  CHECK(resp.topics[0].partitions.size() == 2);
+  by_id.topics->at(0).topic_id = Uuid(Uuid::Bytes{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7});
+  c.Call(by_id, 12, &resp);
+  CHECK(resp.topics[0].error_code == 100);  // UNKNOWN_TOPIC_ID
+  CHECK(resp.topics[0].name.empty());
 }
 
 TEST_CASE("admin APIs create, grow, trim, describe and delete topics with Kafka's errors") {

@@ -78,13 +78,23 @@ TEST_CASE("ApiVersions request and response round-trip at every served version")
 TEST_CASE("Metadata request and response round-trip at every served version") {
   MetadataRequest req;
   req.topics = std::vector<MetadataRequest::Topic>{{"alpha"}, {"beta"}};
+  (*req.topics)[1].topic_id = Uuid(Uuid::Bytes{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
   req.allow_auto_topic_creation = false;
-  req.include_cluster_authorized_operations = true;
   req.include_topic_authorized_operations = true;
   RoundTripAllVersions(req);
+  // IncludeClusterAuthorizedOperations is on the wire in v8-10 only.
+  req.include_cluster_authorized_operations = true;
+  CHECK(RoundTrip(req, 10) == req);
+  CHECK_FALSE(RoundTrip(req, 11).include_cluster_authorized_operations);
+  // Topic ids from v10 on: below, only names travel.
+  CHECK(RoundTrip(req, 9).topics->at(1).topic_id.is_zero());
+  // v10+: a topic asked for by id alone has a null name.
+  MetadataRequest by_id;
+  by_id.topics = std::vector<MetadataRequest::Topic>{{"", (*req.topics)[1].topic_id}};
+  CHECK(RoundTrip(by_id, 12) == by_id);
 
   MetadataRequest all;  // null topics: every topic
-  for (int16_t v = 0; v <= 8; ++v) CHECK_FALSE(RoundTrip(all, v).topics.has_value());
+  for (int16_t v = 0; v <= 12; ++v) CHECK_FALSE(RoundTrip(all, v).topics.has_value());
   // v0 has no null array: null goes out as an empty array (which also means "all").
   CHECK(EncodeAt(all, 0) == std::string("\x00\x00\x00\x00", 4));
   CHECK(EncodeAt(all, 1) == std::string("\xff\xff\xff\xff", 4));
@@ -101,9 +111,14 @@ TEST_CASE("Metadata request and response round-trip at every served version") {
   t.partitions.push_back({0, 0, 1, 4, {1, 2}, {1}, {2}});
   t.partitions.push_back({ToWire(ErrorCode::LEADER_NOT_AVAILABLE), 1, -1, 3, {2, 1}, {}, {}});
   t.topic_authorized_operations = 0x0f;
+  t.topic_id = Uuid(Uuid::Bytes{9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6});
   resp.topics.push_back(t);
-  resp.cluster_authorized_operations = 0x10;
   RoundTripAllVersions(resp);
+  // ClusterAuthorizedOperations: v8-10 only.
+  resp.cluster_authorized_operations = 0x10;
+  CHECK(RoundTrip(resp, 10) == resp);
+  CHECK(RoundTrip(resp, 11).cluster_authorized_operations == MetadataResponse{}.cluster_authorized_operations);
+  CHECK(RoundTrip(resp, 9).topics[0].topic_id.is_zero());
   // v0 drops rack, cluster id, controller, is_internal, epochs and offline replicas.
   MetadataResponse v0 = RoundTrip(resp, 0);
   CHECK_FALSE(v0.brokers[0].rack.has_value());

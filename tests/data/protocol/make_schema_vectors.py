@@ -2,7 +2,7 @@
 """Writes golden request/response bodies for every API version silt serves, encoded straight
 from Kafka's own message schemas by this small, independent encoder (no silt code involved).
 
-    python3 make_schema_vectors.py <apache/kafka checkout or bare git dir>
+    python3 make_schema_vectors.py <apache/kafka checkout, bare git dir, or a dir of schemas>
 
 Reads clients/src/main/resources/common/message/<Name>.json from the checkout (the schemas are
 not copied here) and writes schema/<Name>_v<N>.bin. Every field present at a version gets a
@@ -18,7 +18,7 @@ import sys
 
 # Name -> versions silt serves (lib/protocol/api_table.cc).
 APIS = {
-    "ApiVersions": (0, 3), "Metadata": (0, 8), "Produce": (3, 8), "Fetch": (4, 11),
+    "ApiVersions": (0, 3), "Metadata": (0, 12), "Produce": (3, 8), "Fetch": (4, 11),
     "ListOffsets": (0, 5), "FindCoordinator": (0, 2), "JoinGroup": (0, 5), "SyncGroup": (0, 3),
     "Heartbeat": (0, 3), "LeaveGroup": (0, 3), "OffsetCommit": (0, 7), "OffsetFetch": (0, 5),
     "InitProducerId": (0, 1), "CreateTopics": (0, 4), "DeleteTopics": (0, 3),
@@ -30,7 +30,10 @@ APIS = {
 
 def load_schema(kafka, name):
     path = "clients/src/main/resources/common/message/%s.json" % name
-    if os.path.isdir(os.path.join(kafka, "clients")):
+    if os.path.isfile(os.path.join(kafka, name + ".json")):
+        # A directory holding just the schemas.
+        text = open(os.path.join(kafka, name + ".json")).read()
+    elif os.path.isdir(os.path.join(kafka, "clients")):
         text = open(os.path.join(kafka, path)).read()
     else:
         text = subprocess.check_output(["git", "--git-dir", kafka, "show", "HEAD:" + path]).decode()
@@ -111,6 +114,8 @@ class Writer:
             self.out += struct.pack(">q", n * 1000003)
         elif t == "bool":
             self.out.append(n % 2)
+        elif t == "uuid":
+            self.out += bytes((n * 7 + i) % 256 for i in range(16))
         elif t == "string":
             s = ("s%d" % n).encode()
             self.length(len(s), False)
