@@ -5,6 +5,7 @@
 #   make unit       build and run only the unit tests (the fast loop)
 #   make asan       unit and broker tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make tsan       broker and unit tests under ThreadSanitizer
+#   make fuzz       build the libFuzzer targets (clang) and run each for FUZZ_SECONDS (60)
 #   make run        start a broker on 127.0.0.1:9092 over ./silt-data
 #   make bench      run the benchmarks in bench/ (installs their peers first)
 #   make install    install the binary, man pages and completions under $(PREFIX)
@@ -12,11 +13,14 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build test unit asan tsan run bench bench-deps install clean format completions
+.PHONY: all deps build test unit asan tsan fuzz fuzz-build run bench bench-deps install clean \
+	format completions
 
 all: build
 
@@ -54,6 +58,16 @@ tsan: deps
 	$(TSAN_ENV) $(TSAN_BUILD)/tests/silt_broker_tests --no-version
 	$(TSAN_ENV) $(TSAN_BUILD)/tests/silt_unit_tests --no-version
 
+# libFuzzer needs clang and its runtime; scripts/deps.sh installs them when missing.
+fuzz-build:
+	@SILT_EXTRA_PKGS="clang libclang-rt-14-dev" sh scripts/deps.sh
+	cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DCMAKE_CXX_COMPILER=clang++ -DSILT_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target silt_fuzzers
+
+fuzz:
+	bash scripts/fuzz.sh -s $(FUZZ_SECONDS)
+
 run: build
 	sh scripts/run.sh $(BUILD)/silt
 
@@ -83,4 +97,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
