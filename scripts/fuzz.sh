@@ -1,6 +1,7 @@
 #!/bin/bash
-# Runs the libFuzzer targets of tests/fuzz, one after another, each for SECONDS (default 600;
-# `make fuzz` runs 60). Builds them first (make fuzz-build: clang, ASan + UBSan, in build-fuzz).
+# Runs the libFuzzer targets of tests/fuzz, each for SECONDS (default 600; `make fuzz` runs 60),
+# FUZZ_JOBS of them at a time (default: the number of cores). Builds them first (make fuzz-build:
+# clang, ASan + UBSan, in build-fuzz).
 #
 #   scripts/fuzz.sh [-s SECONDS] [TARGET...]     targets: request batch segment json_record
 #
@@ -24,6 +25,7 @@ shift $((OPTIND - 1))
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(request batch segment json_record)
 FUZZ_BUILD=${FUZZ_BUILD:-build-fuzz}
+FUZZ_JOBS=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 FIX="$ROOT/../shared/fixtures"
 
 make --no-print-directory fuzz-build FUZZ_BUILD="$FUZZ_BUILD"
@@ -63,10 +65,10 @@ dirs_for() {
   return 0
 }
 
-failed=()
-for t in "${TARGETS[@]}"; do
+# run_target TARGET: one fuzzing run; its output goes to $FUZZ_BUILD/fuzz-TARGET.log.
+run_target() {
+  local t=$1 bin corpus max_len seed_dirs extra
   bin="$FUZZ_BUILD/tests/fuzz/${t}_fuzz"
-  [ -x "$bin" ] || { echo "fuzz: no target $t ($bin)" >&2; exit 2; }
   corpus="$FUZZ_BUILD/fuzz-corpus/$t"
   mkdir -p "$corpus"
   mapfile -t seed_dirs < <(dirs_for "$t")
@@ -78,17 +80,39 @@ for t in "${TARGETS[@]}"; do
   extra=()
   [ -f "tests/fuzz/$t.dict" ] && extra+=("-dict=tests/fuzz/$t.dict")
   echo "fuzz: $t for ${SECONDS_EACH}s (seeds: ${seed_dirs[*]:-none})"
-  if "$bin" -max_total_time="$SECONDS_EACH" -max_len="$max_len" -timeout=20 -rss_limit_mb=2048 \
-      -print_final_stats=1 -artifact_prefix="$FUZZ_BUILD/fuzz-artifacts/$t-" "${extra[@]}" \
-      "$corpus" "${seed_dirs[@]}" >"$FUZZ_BUILD/fuzz-$t.log" 2>&1; then
-    echo "fuzz: $t: ok, $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$FUZZ_BUILD/fuzz-$t.log" |
-      grep -o '[0-9]*$') runs, corpus $(find "$corpus" -type f | wc -l) inputs"
+  "$bin" -max_total_time="$SECONDS_EACH" -max_len="$max_len" -timeout=20 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$FUZZ_BUILD/fuzz-artifacts/$t-" "${extra[@]}" \
+    "$corpus" "${seed_dirs[@]}" >"$FUZZ_BUILD/fuzz-$t.log" 2>&1
+}
+
+for t in "${TARGETS[@]}"; do
+  [ -x "$FUZZ_BUILD/tests/fuzz/${t}_fuzz" ] || { echo "fuzz: no target $t" >&2; exit 2; }
+done
+declare -A pid_of
+failed=()
+# report TARGET: waits for its run and prints one line (and the log's end on failure).
+report() {
+  local t=$1 log="$FUZZ_BUILD/fuzz-$1.log"
+  if wait "${pid_of[$t]}"; then
+    echo "fuzz: $t: ok, $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" |
+      grep -o '[0-9]*$') runs, corpus $(find "$FUZZ_BUILD/fuzz-corpus/$t" -type f | wc -l) inputs"
   else
-    echo "fuzz: $t: FAILED; the end of $FUZZ_BUILD/fuzz-$t.log:"
-    tail -40 "$FUZZ_BUILD/fuzz-$t.log"
+    echo "fuzz: $t: FAILED; the end of $log:"
+    grep -v '^ *0x[0-9a-f]*:' "$log" | tail -40
     failed+=("$t")
   fi
+}
+running=()
+for t in "${TARGETS[@]}"; do
+  if [ ${#running[@]} -ge "$FUZZ_JOBS" ]; then
+    report "${running[0]}"
+    running=("${running[@]:1}")
+  fi
+  run_target "$t" &
+  pid_of[$t]=$!
+  running+=("$t")
 done
+for t in "${running[@]}"; do report "$t"; done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: ${#failed[@]} target(s) failed: ${failed[*]}"
   exit 1
