@@ -3,18 +3,24 @@
 #   make            optimised build of ./build/silt
 #   make test       install missing Debian packages, build, run every test with a summary
 #   make unit       build and run only the unit tests (the fast loop)
-#   make asan       unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make asan       unit and broker tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make tsan       broker and unit tests under ThreadSanitizer
+#   make fuzz       build the libFuzzer targets (clang) and run each for FUZZ_SECONDS (60)
 #   make run        start a broker on 127.0.0.1:9092 over ./silt-data
 #   make bench      run the benchmarks in bench/ (installs their peers first)
 #   make install    install the binary, man pages and completions under $(PREFIX)
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build test unit asan run bench bench-deps install clean format completions
+.PHONY: all deps build test unit asan tsan fuzz fuzz-build run bench bench-deps install clean \
+	format completions
 
 all: build
 
@@ -33,10 +39,34 @@ unit: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# The sanitizer builds: Debug (assertions on) at -O1, so the tests run at a useful speed.
+SAN_CMAKE  := $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1"
+ASAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# tests/tsan.supp lists the reports known to be benign, each with its reason.
+TSAN_ENV   := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1"
+
 asan: deps
-	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSILT_SANITIZE=ON
-	cmake --build $(ASAN_BUILD) -j $(JOBS) --target silt_unit_tests
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN_BUILD)/tests/silt_unit_tests
+	cmake -S . -B $(ASAN_BUILD) $(SAN_CMAKE) -DSILT_SANITIZE=address
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target silt_unit_tests silt_broker_tests
+	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_unit_tests --no-version
+	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_broker_tests --no-version
+
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) $(SAN_CMAKE) -DSILT_SANITIZE=thread
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target silt_broker_tests silt_unit_tests
+	$(TSAN_ENV) $(TSAN_BUILD)/tests/silt_broker_tests --no-version
+	$(TSAN_ENV) $(TSAN_BUILD)/tests/silt_unit_tests --no-version
+
+# libFuzzer needs clang and its runtime; scripts/deps.sh installs them when missing.
+fuzz-build:
+	@SILT_EXTRA_PKGS="clang libclang-rt-14-dev" sh scripts/deps.sh
+	cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DCMAKE_CXX_COMPILER=clang++ -DSILT_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target silt_fuzzers
+
+fuzz:
+	bash scripts/fuzz.sh -s $(FUZZ_SECONDS)
 
 run: build
 	sh scripts/run.sh $(BUILD)/silt
@@ -67,4 +97,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

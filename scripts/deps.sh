@@ -8,6 +8,9 @@ PKGS="${SILT_EXTRA_PKGS:-} cmake ninja-build g++ ccache pkg-config \
   libisal-dev libasio-dev \
   kcat python3 python3-confluent-kafka python3-kafka python3-snappy nodejs"
 
+# kafkajs (tests/interop) installs with npm: Debian's nodejs comes without it, NodeSource's with.
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
+
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

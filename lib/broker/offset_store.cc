@@ -5,6 +5,7 @@
 #include "broker/metadata_store.h"
 #include "broker/partition.h"
 #include "broker/partition_manager.h"
+#include "offsets/local.h"
 #include "protocol/consumer_offsets.h"
 
 namespace silt::broker {

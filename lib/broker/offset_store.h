@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "base/status.h"
-#include "offsets/local.h"
 #include "offsets/store.h"
 
 namespace silt::broker {

@@ -236,7 +236,8 @@ Status Segment::ScanFrom(int64_t pos, bool skip_first_index, bool verify, bool i
     if (s.IsTruncated()) {
       int64_t need = format::kBatchHeaderSize;
       if (view.size() >= static_cast<size_t>(format::kLogOverhead))
-        need = format::kLogOverhead + static_cast<int32_t>(DecodeBE32(view.data() + 8));
+        need = format::kLogOverhead +
+               static_cast<int64_t>(static_cast<int32_t>(DecodeBE32(view.data() + 8)));
       if (static_cast<int64_t>(view.size()) < need && pos + need <= file_size) {
         SILT_TRY(ensure(pos, need));
         continue;

@@ -6,6 +6,7 @@
 #include "broker/broker_test_util.h"
 #include "protocol/consumer_offsets.h"
 #include "protocol/errors.h"
+#include "fixture_skip.h"
 
 namespace silt::broker {
 namespace {
@@ -167,7 +168,7 @@ TEST_CASE("a Kafka 3.7 broker's __consumer_offsets partition loads: group DEVSmi
   std::string fixture = std::string(SILT_FIXTURES_DIR) +
                         "/kafka-data/kafka-3.7-kraft/__consumer_offsets-6/00000000000000000000.log";
   if (!PathExists(fixture)) {
-    MESSAGE("SKIPPED: " << fixture << " is absent; the Kafka offsets load check did not run");
+    SILT_SKIP_MISSING_FIXTURE(fixture << " is absent; the Kafka offsets load check did not run");
     return;
   }
   BrokerConfig config = GroupConfig();

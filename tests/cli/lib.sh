@@ -8,6 +8,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/silt-$TEST_NAME.XXXXXX")
 export SILT_DATA_DIR="$TMP/data"
 PASSED=0
 FAILED=0
+SKIPPED=0
 BG_PIDS=()
 
 cleanup() {
@@ -16,6 +17,8 @@ cleanup() {
   rm -rf "$TMP"
 }
 trap cleanup EXIT
+
+. "$(dirname "${BASH_SOURCE[0]}")/../skip.sh"
 
 pass() { PASSED=$((PASSED + 1)); }
 fail() {
@@ -80,9 +83,24 @@ wait_for() {
   done
 }
 
-# finish: the summary line and the exit status.
+# skip_part KIND WHAT: one part of the test cannot run (KIND client or fixtures, as in
+# tests/skip.sh). The rest runs; finish then exits as skipped, so a partial run is not a pass.
+# Where KIND is required, it counts as a failure.
+skip_part() {
+  local kind=$1
+  shift
+  if skip_is_failure "$kind"; then
+    fail "would skip, but $(skip_variable "$kind")=1: $*"
+  else
+    SKIPPED=$((SKIPPED + 1))
+    echo "SKIP (part): $*"
+  fi
+}
+
+# finish: the summary line and the exit status (1 on a failure, 77 when a part was skipped).
 finish() {
-  echo "$TEST_NAME: $PASSED passed, $FAILED failed"
-  [ "$FAILED" -eq 0 ]
-  exit $?
+  echo "$TEST_NAME: $PASSED passed, $FAILED failed, $SKIPPED parts skipped"
+  [ "$FAILED" -eq 0 ] || exit 1
+  [ "$SKIPPED" -eq 0 ] || exit "$SILT_SKIP_EXIT"
+  exit 0
 }

@@ -212,7 +212,7 @@ if [ -d "$fixtures" ]; then
   assert_eq "6" "$OUT" "only the partitions present in a copied directory are read"
   if diff -r "$fixtures" "$TMP/kafka" >/dev/null; then pass; else fail "consume changed a Kafka data dir"; fi
 else
-  echo "SKIPPED: Kafka data-dir cases: $fixtures is absent"
+  skip_part fixtures "Kafka data-dir cases: $fixtures is absent"
 fi
 
 finish

@@ -9,11 +9,10 @@ pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 check() { if eval "$2"; then ok; else bad "$1"; fi; }
+. "$(dirname "$0")/../skip.sh"
 
 if [ ! -d "$FIX/kafka-data" ]; then
-  echo "SKIP: $FIX is absent; dump-segment tests need the Kafka fixtures"
-  echo "0 passed, 0 failed, 1 skipped"
-  exit 0
+  skip_test fixtures "$FIX is absent; dump-segment tests need the Kafka fixtures"
 fi
 T=$(mktemp -d /tmp/silt-dump-XXXXXX)
 trap 'rm -f "$T"/*; rmdir "$T"' EXIT

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/file.h"
+#include "fixture_skip.h"
 
 namespace silt::format::testing {
 
@@ -14,7 +15,8 @@ namespace silt::format::testing {
 inline std::optional<std::string> FixturesDir() {
   std::string dir = SILT_FIXTURES_DIR;
   if (!IsDirectory(dir)) {
-    MESSAGE("SKIPPED: fixtures folder " << dir << " is absent; fixture checks did not run");
+    SILT_SKIP_MISSING_FIXTURE("fixtures folder " << dir
+                                                  << " is absent; fixture checks did not run");
     return std::nullopt;
   }
   return dir;

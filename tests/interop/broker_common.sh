@@ -42,6 +42,11 @@ start_broker() {
   fi
 }
 
+# skip MESSAGE: the test cannot run because a client is missing (tests/skip.sh: exit 77, or a
+# failure with SILT_REQUIRE_CLIENTS=1).
+. "$(dirname "${BASH_SOURCE[0]}")/../skip.sh"
+skip() { skip_test client "$@"; }
+
 fail() {
   echo "FAIL: $*" >&2
   echo "--- broker log ---" >&2

@@ -4,7 +4,7 @@
 # original offset, and refuses keyless records.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/broker_common.sh"
-command -v kcat >/dev/null || { echo "SKIP: kcat not installed (apt-get install kcat)"; exit 0; }
+command -v kcat >/dev/null || skip "kcat is not installed (apt-get install kcat)"
 
 start_broker --set log.cleaner.backoff.ms=200
 "$SILT" topic create -b "$BROKER" compacted --config cleanup.policy=compact \

@@ -5,14 +5,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/broker_common.sh"
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "SKIP: node/npm not installed (apt-get install nodejs)"
-  exit 0
+  skip "node/npm not installed (apt-get install nodejs npm)"
 fi
 if [ ! -f "$HERE/node_modules/kafkajs/package.json" ]; then
   if ! (cd "$HERE" && npm ci --no-audit --no-fund >"$WORK/npm.log" 2>&1); then
     cat "$WORK/npm.log" >&2
-    echo "SKIP: could not install kafkajs with npm ci (no npm registry?)"
-    exit 0
+    skip "could not install kafkajs with npm ci (no npm registry?)"
   fi
 fi
 

@@ -4,7 +4,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_common import Broker, skip  # noqa: E402
+from broker_common import Broker, finish, skip, skip_part  # noqa: E402
 
 try:
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -38,8 +38,8 @@ def main():
 
         codecs = ["gzip"] + (["snappy"] if HAVE_SNAPPY else [])
         if not HAVE_SNAPPY:
-            print("SKIP (snappy part only): python3-snappy is missing, so kafka-python cannot "
-                  "compress with snappy; the snappy topic is written uncompressed")
+            skip_part("snappy: python3-snappy is missing, so kafka-python cannot compress "
+                      "with snappy; the snappy topic is written uncompressed")
         for codec in ["gzip", "snappy"]:
             topic = "kp-" + codec
             producer = KafkaProducer(bootstrap_servers=broker.address, acks="all",
@@ -72,7 +72,7 @@ def main():
             assert sorted(seen) == list(range(300)), "got %d records" % len(seen)
             print("ok: kafka-python %s produce/consume with headers" % codec)
         admin.close()
-    print("PASS: kafka-python interop")
+    finish("kafka-python interop")
 
 
 if __name__ == "__main__":

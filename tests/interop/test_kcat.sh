@@ -3,11 +3,8 @@
 # and the offset grammar.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
-if ! command -v kcat >/dev/null 2>&1; then
-  echo "SKIP: kcat is not installed (apt-get install kcat)"
-  exit 0
-fi
 . "$HERE/broker_common.sh"
+command -v kcat >/dev/null 2>&1 || skip "kcat is not installed (apt-get install kcat)"
 start_broker
 
 KCAT="kcat -b $BROKER -X api.version.request=true"

@@ -14,6 +14,7 @@
 #include "protocol/errors.h"
 #include "protocol/header.h"
 #include "protocol/messages.h"
+#include "fixture_skip.h"
 
 using namespace silt;
 using namespace silt::protocol;
@@ -24,8 +25,8 @@ std::filesystem::path FixturesDir() { return std::filesystem::path(SILT_FIXTURES
 
 bool HaveFixtures() {
   if (std::filesystem::is_directory(FixturesDir())) return true;
-  MESSAGE("SKIPPED: fixtures not found at " << FixturesDir().string()
-                                             << " (golden protocol bytes not checked)");
+  SILT_SKIP_MISSING_FIXTURE("fixtures not found at " << FixturesDir().string()
+                                                      << " (golden protocol bytes not checked)");
   return false;
 }
 

@@ -5,6 +5,7 @@
 #include "storage/data_dir.h"
 #include "storage/segment.h"
 #include "storage/test_util.h"
+#include "fixture_skip.h"
 
 using namespace silt;
 using namespace silt::storage;
@@ -18,7 +19,8 @@ std::string FixtureDir(const std::string& name) {
 
 bool HaveFixture(const std::string& dir) {
   if (IsDirectory(dir)) return true;
-  MESSAGE("SKIPPED: Kafka fixture directory " << dir << " is absent; these checks did not run");
+  SILT_SKIP_MISSING_FIXTURE("Kafka fixture directory " << dir
+                                                        << " is absent; these checks did not run");
   return false;
 }
 

@@ -16,6 +16,7 @@
 #include "storage/partition_log.h"
 #include "storage/segment.h"
 #include "storage/test_util.h"
+#include "fixture_skip.h"
 
 using namespace silt;
 using namespace silt::storage;
@@ -786,7 +787,8 @@ TEST_CASE("a Kafka __consumer_offsets segment compacts to the last record of eac
   std::string src = JoinPath(SILT_FIXTURES_DIR,
                              "kafka-data/kafka-3.7-kraft/__consumer_offsets-6");
   if (!IsDirectory(src)) {
-    MESSAGE("SKIPPED: Kafka fixture directory " << src << " is absent; these checks did not run");
+    SILT_SKIP_MISSING_FIXTURE("Kafka fixture directory "
+                              << src << " is absent; these checks did not run");
     return;
   }
   TempDir tmp;
