@@ -36,11 +36,18 @@ const protocol::ProduceResponse::PartitionResponse& Only(const protocol::Produce
   return r.responses[0].partition_responses[0];
 }
 
-int64_t ProduceAcks1(Client& c, const std::string& topic, const std::string& batch) {
+// Produces one batch (acks=1) and returns (error code, base offset).
+std::pair<int16_t, int64_t> ProduceTo(Client& c, const std::string& topic,
+                                      const std::string& batch) {
   protocol::ProduceResponse r;
-  c.Call(MakeProduce(topic, 0, batch, /*acks=*/1), 8, &r);
-  REQUIRE(Only(r).error_code == 0);
-  return Only(r).base_offset;
+  c.Call(MakeProduce(topic, 0, batch, 1), 8, &r);
+  return {Only(r).error_code, Only(r).base_offset};
+}
+
+int64_t ProduceAcks1(Client& c, const std::string& topic, const std::string& batch) {
+  auto [error, base] = ProduceTo(c, topic, batch);
+  REQUIRE(error == 0);
+  return base;
 }
 
 int64_t Latest(Client& c, const std::string& topic) {
@@ -197,12 +204,7 @@ TEST_CASE("truncation rebuilds producer state: a retry of a cut batch is appende
   CreateTopic(c, "cut");
   auto part = Served(b, "cut");
   const int64_t pid = 900;
-  auto produce = [&](const std::string& batch) {
-    protocol::ProduceResponse r;
-    c.Call(MakeProduce("cut", 0, batch, 1), 8, &r);
-    REQUIRE(Only(r).error_code == 0);
-    return Only(r).base_offset;
-  };
+  auto produce = [&](const std::string& batch) { return ProduceAcks1(c, "cut", batch); };
   CHECK(produce(MakeBatch(3, format::Compression::kNone, pid, 0, 0)) == 0);
   CHECK(produce(MakeBatch(2, format::Compression::kNone, pid, 0, 3)) == 3);
   // A retry now is a duplicate: the original offset, nothing appended.
@@ -236,14 +238,6 @@ TEST_CASE("deleting a topic wakes the fetches waiting on it") {
 // ---- producer state and storage faults ---------------------------------------------------
 
 namespace {
-
-// Produces one batch (acks=1) and returns (error code, base offset).
-std::pair<int16_t, int64_t> ProduceTo(Client& c, const std::string& topic,
-                                      const std::string& batch) {
-  protocol::ProduceResponse r;
-  c.Call(MakeProduce(topic, 0, batch, 1), 8, &r);
-  return {Only(r).error_code, Only(r).base_offset};
-}
 
 void CreateTopicWith(Client& c, const std::string& topic,
                      std::vector<std::pair<std::string, std::string>> configs) {
