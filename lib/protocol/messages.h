@@ -83,7 +83,7 @@ Status DecodeApiVersionsResponse(ByteReader& r, int16_t version, ApiVersionsResp
 struct MetadataRequest {
   struct Topic {               // MetadataRequestTopic
     std::string name;          // Name (null on the wire, v10+, when empty: asked for by id)
-    silt::Uuid topic_id;       // TopicId v10+
+    silt::Uuid topic_id{};     // TopicId v10+
     bool operator==(const Topic&) const = default;
   };
   // Topics: null (v1+) = all topics. In v0 an empty array means all topics, and null is
@@ -116,7 +116,7 @@ struct MetadataResponse {
   struct Topic {                        // MetadataResponseTopic
     int16_t error_code = 0;             // ErrorCode
     std::string name;                   // Name (nullable v12+: null when empty)
-    silt::Uuid topic_id;                // TopicId v10+
+    silt::Uuid topic_id{};              // TopicId v10+
     bool is_internal = false;           // IsInternal v1+
     std::vector<Partition> partitions;  // Partitions
     int32_t topic_authorized_operations = kAuthorizedOperationsOmitted;  // v8+

@@ -189,7 +189,7 @@ TEST_CASE("a failed fsync of the flush policy is reported beside a successful ap
   const Offset end = log->log_end_offset();
   CHECK(log->recovery_point() == end);
   std::string b = MakeBatch(2);
-  Result<AppendResult> r = Status::OK();
+  Result<AppendResult> r = Status::Internal("not appended yet");
   {
     FailOp fail(FileOp::kSync, ".log");
     r = log->Append(&b);
@@ -217,7 +217,7 @@ TEST_CASE("a failed directory fsync after a roll is reported beside a successful
   auto log = OpenLog(dir.path(), cfg);
   AppendOk(log.get(), 1);
   std::string b = MakeBatch(2, 300);
-  Result<AppendResult> r = Status::OK();
+  Result<AppendResult> r = Status::Internal("not appended yet");
   {
     FailOp fail(FileOp::kSyncDir, "");
     r = log->Append(&b);
