@@ -7,6 +7,7 @@
 // shared_ptr so that read results outlive deletion of the segment.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -76,7 +77,10 @@ class Segment {
   // Drops every batch from the one holding `offset` on; returns the new next offset. On
   // failure the segment is unchanged. Not durable until Sync().
   Result<Offset> TruncateTo(Offset offset, int32_t index_interval_bytes);
-  // fdatasync of the .log and both indexes.
+  // fdatasync of what changed since the last Sync among the .log and both indexes. The index
+  // files of a segment holding data are created here if they do not exist yet; an empty
+  // segment's are not. Index files are opened only to be written or synced: a segment at rest
+  // holds only its .log open.
   Status Sync();
   // Unlinks the files (open readers keep their descriptors): the .log first. Fails, changing
   // nothing, only when the .log cannot be unlinked; an index file that cannot be unlinked after
@@ -121,7 +125,7 @@ class Segment {
   Segment(std::string dir, Offset base, bool read_only);
   Status ScanFrom(int64_t position, bool skip_first_index, bool verify, bool is_last,
                   int32_t index_interval_bytes, int64_t file_size, LoadReport* report);
-  Status OpenIndexesForWrite();
+  void EnableIndexWrites();
   void RecomputeTail(int32_t index_interval_bytes);
 
   const std::string dir_;
@@ -142,6 +146,9 @@ class Segment {
   int64_t first_batch_timestamp_ = -1;
   int64_t created_ms_ = 0;
   bool tail_dirty_ = false;  // bytes past size_ may remain after a failed append
+  // The .log was written or cut since the last Sync (set for every opened segment: the
+  // previous process may not have synced it).
+  std::atomic<bool> log_unsynced_{true};
 };
 
 }  // namespace silt::storage

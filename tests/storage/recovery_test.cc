@@ -1,5 +1,6 @@
 // Recovery and faults: torn tails, bit flips, lost or damaged indexes, a full disk.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include "base/file.h"
 #include "storage/partition_log.h"
@@ -438,4 +439,101 @@ TEST_CASE("time lookups are the same after a clean reopen, an unclean one and a 
   auto log = Reopen(dir.path(), cfg, true, 120);
   REQUIRE(log.ok());
   check_all(**log);
+}
+
+namespace {
+
+// Descriptors this process holds on files inside `dir`.
+int OpenFilesIn(const std::string& dir) {
+  int n = 0;
+  auto fds = ListDir("/proc/self/fd");
+  REQUIRE(fds.ok());
+  for (const std::string& fd : *fds) {
+    char target[4096];
+    ssize_t len = ::readlink(("/proc/self/fd/" + fd).c_str(), target, sizeof target - 1);
+    if (len <= 0) continue;
+    std::string t(target, static_cast<size_t>(len));
+    if (t.rfind(dir + "/", 0) == 0) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a partition at rest holds only its active .log open, its indexes written all the same") {
+  TempDir dir;
+  LogConfig cfg;
+  cfg.index_interval_bytes = 0;  // an index entry for every batch
+  cfg.segment_bytes = 1 << 30;
+  auto log = PartitionLog::Open(dir.path(), cfg, {});
+  REQUIRE(log.ok());
+  CHECK(OpenFilesIn(dir.path()) == 1);
+  // A new partition creates neither index file before it holds data.
+  CHECK(!PathExists(dir / SegName(0, ".index")));
+  CHECK(!PathExists(dir / SegName(0, ".timeindex")));
+  // More entries than one group write (OffsetIndex::kWriteBatch) so that some reach the file
+  // while appending, with the file opened just for that write.
+  const int n = 1300;
+  for (int i = 0; i < n; ++i) {
+    std::string b = MakeBatch(1, 10, 1000 + i);
+    REQUIRE((*log)->Append(&b).ok());
+  }
+  CHECK(OpenFilesIn(dir.path()) == 1);
+  CHECK(Slurp(dir / SegName(0, ".index")).size() >= 512 * 8);
+  REQUIRE((*log)->Flush().ok());
+  CHECK(OpenFilesIn(dir.path()) == 1);
+  // The first batch gets no entry (none is due before index.interval.bytes have gone by).
+  CHECK(Slurp(dir / SegName(0, ".index")).size() == static_cast<size_t>(n - 1) * 8);
+  CHECK(Slurp(dir / SegName(0, ".timeindex")).size() == static_cast<size_t>(n - 1) * 12);
+  // A crash now: the entries on disk are trusted after a reopen at the recovery point.
+  const std::string idx = Slurp(dir / SegName(0, ".index"));
+  const int64_t rp = (*log)->recovery_point().value();
+  log->reset();
+  auto again = Reopen(dir.path(), cfg, /*clean=*/true, rp);
+  REQUIRE(again.ok());
+  CHECK(OpenFilesIn(dir.path()) == 1);
+  CHECK((*again)->log_end_offset() == Offset(n));
+  CheckLookups(**again);
+  CHECK((*again)->OffsetForTimestamp(1000 + 700).value() == Offset(700));
+  // Appends after the reopen extend the same files, which the clean close completes.
+  for (int i = 0; i < 10; ++i) {
+    std::string b = MakeBatch(1, 10, 5000 + i);
+    REQUIRE((*again)->Append(&b).ok());
+  }
+  REQUIRE((*again)->Close().ok());
+  CHECK(OpenFilesIn(dir.path()) == 1);  // Close() keeps the .log for readers still holding it
+  again->reset();
+  CHECK(OpenFilesIn(dir.path()) == 0);
+  const std::string idx2 = Slurp(dir / SegName(0, ".index"));
+  CHECK(idx2.size() == static_cast<size_t>(n + 10 - 1) * 8);
+  CHECK(idx2.substr(0, idx.size()) == idx);
+  auto third = Reopen(dir.path(), cfg, /*clean=*/true, n + 10);
+  REQUIRE(third.ok());
+  CheckLookups(**third);
+}
+
+TEST_CASE("a rolled segment's indexes are complete on disk and hold no descriptor") {
+  TempDir dir;
+  LogConfig cfg = Cfg();
+  auto log = PartitionLog::Open(dir.path(), cfg, {});
+  REQUIRE(log.ok());
+  for (int i = 0; i < 200; ++i) {
+    std::string b = MakeBatch(2, 25, 1000 + i);
+    REQUIRE((*log)->Append(&b).ok());
+  }
+  auto segs = (*log)->Segments();
+  REQUIRE(segs.size() > 3);
+  // Every segment's .log stays open for reads; no index file is open.
+  CHECK(OpenFilesIn(dir.path()) == static_cast<int>(segs.size()));
+  // A closed segment's index files were written when it stopped being active.
+  for (size_t i = 0; i + 1 < segs.size(); ++i) {
+    CHECK(PathExists(dir / SegName(segs[i].base_offset.value(), ".index")));
+    CHECK(Slurp(dir / SegName(segs[i].base_offset.value(), ".timeindex")).size() % 12 == 0);
+    CHECK(!Slurp(dir / SegName(segs[i].base_offset.value(), ".timeindex")).empty());
+  }
+  log->reset();  // a crash: recovery rebuilds and checks everything
+  auto again = Reopen(dir.path(), cfg);
+  REQUIRE(again.ok());
+  CHECK((*again)->log_end_offset() == Offset(400));
+  CheckLookups(**again);
 }
