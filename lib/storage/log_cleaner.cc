@@ -353,6 +353,13 @@ Status CheckKeysForCompaction(const LogConfig& config, std::string_view batch) {
 
 // ---- recovery ---------------------------------------------------------------------------
 
+bool HasCleanerStagingFiles(const std::vector<std::string>& names) {
+  for (const std::string& n : names)
+    if (EndsWith(n, kCleanedSuffix) || EndsWith(n, kSwapSuffix) || EndsWith(n, kDeletedSuffix))
+      return true;
+  return false;
+}
+
 Status FinishInterruptedSwaps(const std::string& dir) {
   if (!IsDirectory(dir)) return Status::OK();
   SILT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));

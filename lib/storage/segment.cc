@@ -212,7 +212,9 @@ Status Segment::Load(LoadMode mode, bool is_last, int32_t interval, LoadReport* 
   SILT_TRY(time_index_.Clear());
   SILT_TRY(ScanFrom(0, false, /*verify=*/true, is_last, interval, file_size, report));
   if (!read_only_) {
-    EnableIndexWrites();
+    // Index files that do not exist are not created for nothing.
+    index_.EnableWrites(/*absent=*/!PathExists(index_.path()));
+    time_index_.EnableWrites(/*absent=*/!PathExists(time_index_.path()));
     SILT_TRY(index_.WriteAll());
     SILT_TRY(time_index_.WriteAll());
   }
@@ -286,6 +288,10 @@ Status Segment::ScanFrom(int64_t pos, bool skip_first_index, bool verify, bool i
       break;
     }
     if (pos == 0) first_batch_timestamp_ = h.max_timestamp;
+    if (h.partition_leader_epoch >= 0 && (report->epoch_starts.empty() ||
+                                          h.partition_leader_epoch >
+                                              report->epoch_starts.back().first))
+      report->epoch_starts.emplace_back(h.partition_leader_epoch, h.base_offset);
     if (h.max_timestamp > max_timestamp_) {
       max_timestamp_ = h.max_timestamp;
       offset_of_max_timestamp_ = h.last();
@@ -303,6 +309,18 @@ Status Segment::ScanFrom(int64_t pos, bool skip_first_index, bool verify, bool i
     pos += h.size();
   }
   size_ = pos;
+  return Status::OK();
+}
+
+Status Segment::CollectEpochStarts(std::vector<std::pair<int32_t, int64_t>>* out) const {
+  std::shared_lock l(mu_);
+  for (int64_t pos = 0; pos < size_;) {
+    SILT_ASSIGN_OR_RETURN(BatchInfo h, HeaderAt(pos, size_));
+    if (h.partition_leader_epoch >= 0 &&
+        (out->empty() || h.partition_leader_epoch > out->back().first))
+      out->emplace_back(h.partition_leader_epoch, h.base.value());
+    pos += h.size;
+  }
   return Status::OK();
 }
 

@@ -14,6 +14,8 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/file.h"
 #include "base/ids.h"
@@ -63,6 +65,10 @@ class Segment {
     bool full_scan = false;         // every batch was checked
     bool index_rebuilt = false;     // indexes were missing/damaged and rebuilt
     int64_t torn_bytes = 0;         // bytes of a torn tail cut off (or, read-only, ignored)
+    // (partitionLeaderEpoch, baseOffset) of each scanned batch whose epoch (>= 0) is above
+    // every one before it in the scan: where each epoch starts, for a leader-epoch checkpoint
+    // that is behind the log.
+    std::vector<std::pair<int32_t, int64_t>> epoch_starts;
   };
   // Establishes size, next offset, max timestamp and indexes from the files. When `is_last`, a
   // partial batch at the end (or a zero-filled tail) is a torn tail: truncated, or ignored when
@@ -114,6 +120,9 @@ class Segment {
   // Index entries, for tests and dump tools.
   std::vector<OffsetIndex::Entry> IndexEntries() const;
   std::vector<TimeIndex::Entry> TimeIndexEntries() const;
+
+  // As LoadReport::epoch_starts, for every batch of the segment (reads each batch header).
+  Status CollectEpochStarts(std::vector<std::pair<int32_t, int64_t>>* out) const;
 
   // Reads the header of the batch at `position` (below `limit`); Corruption if it is not one.
   Result<BatchInfo> HeaderAt(int64_t position, int64_t limit) const;

@@ -514,6 +514,9 @@ TEST_CASE("leader epochs are recorded, checkpointed, truncated and answered") {
   REQUIRE(log->Append(&b, 0).ok());
   b = MakeBatch(2);
   REQUIRE(log->Append(&b, 3).ok());
+  // The checkpoint is written by the flush (appends only record the epochs in memory).
+  CHECK(!PathExists(dir / "leader-epoch-checkpoint"));
+  REQUIRE(log->Flush().ok());
   CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n2\n0 0\n3 4\n");
   CHECK(log->EndOffsetForEpoch(0)->start_offset == Offset(4));
   CHECK(log->EndOffsetForEpoch(2)->epoch == 0);
