@@ -964,4 +964,9 @@ Status PartitionLog::Close() {
   return s;
 }
 
+void PartitionLog::CloseWithoutFlush() {
+  std::lock_guard l(impl_->append_mu);
+  impl_->closed = true;
+}
+
 }  // namespace silt::storage
