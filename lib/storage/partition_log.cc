@@ -94,6 +94,9 @@ struct PartitionLog::Impl {
   std::vector<EpochEntry> epochs;  // guarded by mu
   // `epochs` changed since the checkpoint file was last written (guarded by append_mu).
   bool epochs_dirty = false;
+  // The checkpoint file exists: once a log holds data a flush writes it (even with no epochs),
+  // so that later opens need not look for epochs in every batch.
+  bool epoch_file_exists = false;
 
   std::function<Status(int64_t, int64_t)> checkpoint_hook;
   int64_t checkpointed_rp = 0;  // the recovery point the data dir's checkpoint holds
@@ -141,6 +144,7 @@ struct PartitionLog::Impl {
     if (read_only) return Status::OK();
     SILT_TRY(WriteFileAtomic(EpochPath(), EpochText()));
     epochs_dirty = false;
+    epoch_file_exists = true;
     return Status::OK();
   }
 
@@ -187,10 +191,11 @@ struct PartitionLog::Impl {
         if (s->next_offset() > rp || s == segments.back()) todo.push_back(s);
     }
     for (const auto& s : todo) SILT_TRY(s->Sync());
-    if (epochs_dirty) {
+    if (epochs_dirty || (!epoch_file_exists && log_end.load() > recovery_point.load())) {
       // Durable with the directory fsync below, before the recovery point moves past them.
       SILT_TRY(ReplaceFile(EpochPath(), EpochText()));
       epochs_dirty = false;
+      epoch_file_exists = true;
       dir_dirty = true;
     }
     if (dir_dirty) {
@@ -371,6 +376,7 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
   std::string epoch_path = impl->EpochPath();
   bool whole_rebuild = true;
   if (auto text = ReadFile(epoch_path); text.ok()) {
+    impl->epoch_file_exists = true;
     // (Kafka reads an empty one as no epochs; the batches say more.)
     if (text->empty()) {
       impl->epochs_dirty = true;
@@ -392,6 +398,8 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
     if (keep != impl->epochs.size()) impl->epochs_dirty = true;
     impl->epochs.resize(keep);
   }
+  // A rebuilt checkpoint is written by the flush below, even with no epochs found.
+  if (whole_rebuild && end > start) impl->epochs_dirty = true;
   for (size_t i = 0; i < reports.size(); ++i) {  // (a segment just created holds nothing)
     std::vector<std::pair<int32_t, int64_t>> found;
     if (whole_rebuild && !reports[i].full_scan) {

@@ -600,3 +600,23 @@ TEST_CASE("Roll starts a new segment at the log end, and not twice for an empty 
   AppendBatches(log.get(), 1, 2);
   CHECK(log->Segments().back().size_bytes > 0);
 }
+
+TEST_CASE("a log's first flush of data writes its leader-epoch checkpoint, even with no epochs") {
+  TempDir dir;
+  auto log = OpenLog(dir.path(), LogConfig{});
+  REQUIRE(log->Flush().ok());  // nothing yet: no file
+  CHECK(!PathExists(dir / "leader-epoch-checkpoint"));
+  std::string b = MakeBatch(2);
+  REQUIRE(log->Append(&b).ok());  // no leader epoch
+  REQUIRE(log->Flush().ok());
+  CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n0\n");
+  // A log that lost it gets it back from its next writable open.
+  REQUIRE(log->Close().ok());
+  REQUIRE(RemoveFile(dir / "leader-epoch-checkpoint").ok());
+  PartitionLog::OpenOptions o;
+  o.clean_shutdown = true;
+  o.recovery_point = 2;
+  auto again = PartitionLog::Open(dir.path(), LogConfig{}, o);
+  REQUIRE(again.ok());
+  CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n0\n");
+}
