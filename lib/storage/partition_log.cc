@@ -375,7 +375,10 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
   // batches. A missing, empty or unreadable checkpoint is rebuilt from every batch.
   std::string epoch_path = impl->EpochPath();
   bool whole_rebuild = true;
-  if (auto text = ReadFile(epoch_path); text.ok()) {
+  const bool listed = std::binary_search(names.begin(), names.end(),
+                                         std::string(format::kLeaderEpochCheckpointFile));
+  if (auto text = listed ? ReadFile(epoch_path) : Result<std::string>(Status::NotFound(""));
+      text.ok()) {
     impl->epoch_file_exists = true;
     // (Kafka reads an empty one as no epochs; the batches say more.)
     if (text->empty()) {
