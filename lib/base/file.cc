@@ -169,6 +169,12 @@ Status SyncDir(const std::string& dir) {
 }
 
 Status WriteFileAtomic(const std::string& path, std::string_view data) {
+  SILT_TRY(ReplaceFile(path, data));
+  std::string dir = DirName(path);
+  return SyncDir(dir.empty() ? "." : dir);
+}
+
+Status ReplaceFile(const std::string& path, std::string_view data) {
   std::string tmp = path + ".tmp";
   {
     SILT_ASSIGN_OR_RETURN(File f, File::Open(tmp, File::kCreate));
@@ -185,8 +191,7 @@ Status WriteFileAtomic(const std::string& path, std::string_view data) {
     ::unlink(tmp.c_str());
     return s;
   }
-  std::string dir = DirName(path);
-  return SyncDir(dir.empty() ? "." : dir);
+  return Status::OK();
 }
 
 bool PathExists(const std::string& path) {

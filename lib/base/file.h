@@ -53,6 +53,10 @@ Result<std::string> ReadFile(const std::string& path);
 // Writes `data` to `path` so that a crash leaves either the old or the new contents: a temp file
 // beside it, fsync, rename over, fsync of the directory.
 Status WriteFileAtomic(const std::string& path, std::string_view data);
+// WriteFileAtomic without the fsync of the directory: the new contents are durable once the
+// caller fsyncs it (so that several files, or a file and other changes in the directory, share
+// one directory fsync).
+Status ReplaceFile(const std::string& path, std::string_view data);
 // fsync(2) of a directory, so that creations, renames and deletions in it are durable.
 Status SyncDir(const std::string& dir);
 bool PathExists(const std::string& path);

@@ -8,10 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
+#include <deque>
 #include <cstring>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "base/properties.h"
@@ -31,6 +34,8 @@ constexpr const char* kLogStartCheckpointFile = "log-start-offset-checkpoint";
 constexpr const char* kPropertiesSuffix = ".properties";
 constexpr int32_t kMaxPartitions = 1 << 20;
 constexpr const char* kDeleteSuffix = "-delete";
+// silt-topics/<topic>.properties renamed so while its topic is being deleted (see DeleteTopic).
+constexpr const char* kDeletingSuffix = ".deleting";
 
 using PartitionKey = std::pair<std::string, int32_t>;
 using OffsetCheckpoint = std::map<PartitionKey, int64_t>;
@@ -147,6 +152,61 @@ struct DataDir::Impl {
   std::map<std::string, TopicInfo> topics;
   std::map<PartitionKey, std::shared_ptr<PartitionLog>> logs;
 
+  // Directories renamed "...-delete" wait here for a background thread to remove them (as
+  // Kafka removes its ".deleted" directories); what is left at Close() waits for the next open.
+  std::mutex reap_mu;
+  std::condition_variable reap_cv;
+  std::deque<std::string> reap_queue;  // guarded by reap_mu
+  size_t reaping = 0;                  // directories being removed now; guarded by reap_mu
+  bool reap_stop = false;              // guarded by reap_mu
+  std::thread reaper;
+
+  void Reap(std::vector<std::string> dirs) {
+    if (dirs.empty()) return;
+    std::lock_guard l(reap_mu);
+    if (reap_stop) return;
+    for (std::string& d : dirs) reap_queue.push_back(std::move(d));
+    if (!reaper.joinable()) reaper = std::thread([this] { ReapLoop(); });
+    reap_cv.notify_all();
+  }
+  void ReapLoop() {
+    std::unique_lock l(reap_mu);
+    for (;;) {
+      reap_cv.wait(l, [this] { return reap_stop || !reap_queue.empty(); });
+      if (reap_stop) return;
+      std::string d = std::move(reap_queue.front());
+      reap_queue.pop_front();
+      ++reaping;
+      l.unlock();
+      (void)RemoveAll(d);  // what fails stays for the next open to remove
+      l.lock();
+      --reaping;
+      reap_cv.notify_all();
+    }
+  }
+  void WaitReaped() {
+    std::unique_lock l(reap_mu);
+    reap_cv.wait(l, [this] { return reap_stop || (reap_queue.empty() && reaping == 0); });
+  }
+  // Before the lock is released: nobody else may remove what another writer could own then.
+  void StopReaper() {
+    {
+      std::lock_guard l(reap_mu);
+      reap_stop = true;
+      reap_cv.notify_all();
+    }
+    if (reaper.joinable()) reaper.join();
+  }
+  // A random "<dir>.<hex>-delete" name for a partition directory being deleted.
+  std::string DoomedName(const std::string& topic, int32_t p) const {
+    std::string base = PartitionDirName(topic, p).substr(0, 200);
+    uint32_t r;
+    RandomBytes(&r, sizeof r);
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, ".%08x%s", static_cast<unsigned>(r), kDeleteSuffix);
+    return JoinPath(path, base + suffix);
+  }
+
   // silt-topics/<topic>.properties; a name too long for that (with room for the temp file's
   // suffix under NAME_MAX) is cut and given a hash, and the file's name= line is authoritative.
   std::string TopicFile(const std::string& t) const {
@@ -170,27 +230,107 @@ struct DataDir::Impl {
     props["partitions"] = std::to_string(t.partitions);
     props["topic_id"] = t.topic_id;
     SILT_ASSIGN_OR_RETURN(std::string text, FormatProperties(props, "topic " + t.name));
-    SILT_TRY(CreateDirs(JoinPath(path, kTopicsDir)));
+    std::string tdir = JoinPath(path, kTopicsDir);
+    if (!IsDirectory(tdir)) {
+      SILT_TRY(CreateDirs(tdir));
+      SILT_TRY(SyncDir(path));
+    }
     return WriteFileAtomic(TopicFile(t.name), text);
   }
 
-  // partition.metadata and an empty leader-epoch-checkpoint, as Kafka writes them.
+  std::string MetadataText(const TopicInfo& t) const {
+    return "version: 0\ntopic_id: " + t.topic_id;
+  }
+
+  // One partition directory with its partition.metadata, durable. Kafka's
+  // leader-epoch-checkpoint is not written: an absent one means no epochs (to silt and to
+  // Kafka, which creates it empty), and the log writes it once it has epochs.
   Status CreatePartitionDir(const TopicInfo& t, int32_t p) {
     std::string dir = PartitionPath(t.name, p);
     SILT_TRY(CreateDirs(dir));
     std::string meta = JoinPath(dir, format::kPartitionMetadataFile);
-    if (!PathExists(meta))
-      SILT_TRY(WriteFileAtomic(meta, "version: 0\ntopic_id: " + t.topic_id));
-    std::string epochs = JoinPath(dir, format::kLeaderEpochCheckpointFile);
-    if (!PathExists(epochs)) SILT_TRY(WriteFileAtomic(epochs, "0\n0\n"));
+    if (!PathExists(meta)) SILT_TRY(WriteFileAtomic(meta, MetadataText(t)));
+    return SyncDir(path);
+  }
+
+  // The directories of new partitions `ps` of `t`, each with its partition.metadata (written
+  // afresh: a directory left by a creation cut short may hold another id), made durable
+  // together: every file written first, then each fsynced, then each directory, then the data
+  // directory once. Far fewer waits for the disk than a WriteFileAtomic per file, and as safe:
+  // the caller writes the topic file, which makes the partitions exist, only after this.
+  Status CreatePartitionDirs(const TopicInfo& t, const std::vector<int32_t>& ps) {
+    const std::string text = MetadataText(t);
+    std::vector<std::string> dirs;
+    for (int32_t p : ps) {
+      std::string dir = PartitionPath(t.name, p);
+      SILT_TRY(CreateDirs(dir));
+      SILT_ASSIGN_OR_RETURN(File f,
+                            File::Open(JoinPath(dir, format::kPartitionMetadataFile),
+                                       File::kCreate));
+      SILT_TRY(f.Truncate(0));
+      SILT_TRY(f.PWrite(0, text));
+      SILT_TRY(f.Close());
+      dirs.push_back(std::move(dir));
+    }
+    for (const std::string& dir : dirs) {
+      SILT_ASSIGN_OR_RETURN(File f, File::Open(JoinPath(dir, format::kPartitionMetadataFile),
+                                               File::kReadWrite));
+      SILT_TRY(f.Sync());
+    }
+    for (const std::string& dir : dirs) SILT_TRY(SyncDir(dir));
+    return SyncDir(path);
+  }
+
+  // Renames the directories of `t`'s partitions to "-delete" names and fsyncs the data
+  // directory; returns the new names.
+  Result<std::vector<std::string>> RenameAway(const TopicInfo& t) {
+    std::vector<std::string> doomed;
+    for (int32_t p : t.partition_ids) {
+      std::string from = PartitionPath(t.name, p);
+      if (!IsDirectory(from)) continue;
+      std::string to = DoomedName(t.name, p);
+      SILT_TRY(RenameFile(from, to));
+      doomed.push_back(std::move(to));
+    }
+    SILT_TRY(SyncDir(path));
+    return doomed;
+  }
+
+  // Open(): finishes the deletions a crash interrupted (a topic file renamed ".deleting"
+  // remains): their partition directories are renamed away, then the marker goes.
+  Status FinishDeletions() {
+    std::string tdir = JoinPath(path, kTopicsDir);
+    if (!IsDirectory(tdir)) return Status::OK();
+    SILT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(tdir));
+    for (const std::string& n : names) {
+      if (!EndsWith(n, std::string(kPropertiesSuffix) + kDeletingSuffix)) continue;
+      std::string file = JoinPath(tdir, n);
+      SILT_ASSIGN_OR_RETURN(std::string text, ReadFile(file));
+      auto props = ParseProperties(text);
+      int64_t parts = 0;
+      TopicInfo t;
+      t.name = props["name"];
+      if (ValidateTopicName(t.name).ok() && ParseInt(props["partitions"], &parts) && parts > 0 &&
+          parts <= kMaxPartitions) {
+        for (int32_t p = 0; p < parts; ++p) t.partition_ids.push_back(p);
+        SILT_TRY(RenameAway(t).status());
+      }
+      SILT_TRY(RemoveFile(file));
+    }
     return Status::OK();
   }
 
   Status LoadTopics() {
     std::string tdir = JoinPath(path, kTopicsDir);
+    std::set<std::string> deleting;  // topics whose deletion a crash interrupted
     if (IsDirectory(tdir)) {
       SILT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(tdir));
       for (const std::string& n : names) {
+        if (EndsWith(n, std::string(kPropertiesSuffix) + kDeletingSuffix)) {
+          auto text = ReadFile(JoinPath(tdir, n));
+          if (text.ok()) deleting.insert(ParseProperties(*text)["name"]);
+          continue;
+        }
         if (!EndsWith(n, kPropertiesSuffix)) continue;
         std::string name = n.substr(0, n.size() - std::strlen(kPropertiesSuffix));
         SILT_ASSIGN_OR_RETURN(std::string text, ReadFile(JoinPath(tdir, n)));
@@ -219,7 +359,7 @@ struct DataDir::Impl {
       std::string topic;
       int32_t p;
       if (!ParsePartitionDir(e, &topic, &p) || !IsDirectory(JoinPath(path, e))) continue;
-      if (topics.count(topic)) continue;
+      if (topics.count(topic) || deleting.count(topic)) continue;
       TopicInfo& t = found[topic];
       t.name = topic;
       t.partition_ids.push_back(p);
@@ -230,7 +370,9 @@ struct DataDir::Impl {
           std::istringstream in(meta.value());
           std::string line;
           while (std::getline(in, line))
-            if (line.rfind("topic_id: ", 0) == 0) t.topic_id = line.substr(10);
+            // (a file cut short by a crash holds no whole 22-character id: none is taken from it)
+            if (line.rfind("topic_id: ", 0) == 0 && line.size() == 10 + 22)
+              t.topic_id = line.substr(10);
         }
       }
     }
@@ -294,6 +436,7 @@ DataDir::DataDir(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 DataDir::~DataDir() {
   if (impl_) {
+    impl_->StopReaper();
     std::lock_guard l(impl_->mu);
     impl_->logs.clear();
     impl_->ReleaseLock();
@@ -345,15 +488,19 @@ Result<std::unique_ptr<DataDir>> DataDir::Open(const std::string& path, const Op
     if (PathExists(kafka_marker)) SILT_TRY(RemoveFile(kafka_marker));
     SILT_TRY(SyncDir(path));
   }
+  std::vector<std::string> doomed;
   if (!options.read_only) {
-    // Partition directories of a deletion that a crash interrupted.
+    // Deletions that a crash interrupted: finished, and their directories removed in the
+    // background (a read-only open ignores them: "-delete" names no partition).
+    SILT_TRY(impl->FinishDeletions());
     SILT_ASSIGN_OR_RETURN(std::vector<std::string> entries, ListDir(path));
     for (const std::string& e : entries)
       if (EndsWith(e, kDeleteSuffix) && IsDirectory(JoinPath(path, e)))
-        SILT_TRY(RemoveAll(JoinPath(path, e)));
+        doomed.push_back(JoinPath(path, e));
   }
   SILT_TRY(impl->LoadTopics());
   for (const auto& [n, t] : impl->topics) impl->topics_snapshot.insert(n);
+  impl->Reap(std::move(doomed));
   return std::unique_ptr<DataDir>(new DataDir(std::move(impl)));
 }
 
@@ -407,10 +554,8 @@ Result<TopicInfo> DataDir::CreateTopic(const std::string& name, const Uuid& topi
   t.partitions = partitions;
   t.topic_id = id;
   t.configs = configs;
-  for (int32_t p = 0; p < partitions; ++p) {
-    SILT_TRY(im.CreatePartitionDir(t, p));
-    t.partition_ids.push_back(p);
-  }
+  for (int32_t p = 0; p < partitions; ++p) t.partition_ids.push_back(p);
+  SILT_TRY(im.CreatePartitionDirs(t, t.partition_ids));
   // The topic file is written last: it is what makes the topic exist.
   SILT_TRY(im.WriteTopicFile(t));
   im.topics[name] = t;
@@ -429,30 +574,25 @@ Status DataDir::DeleteTopic(const std::string& name) {
   if (it == im.topics.end()) return Status::NotFound("topic '" + name + "' does not exist");
   for (auto lit = im.logs.begin(); lit != im.logs.end();) {
     if (lit->first.first == name) {
-      (void)lit->second->Close();
+      lit->second->CloseWithoutFlush();  // its files are about to go
       lit = im.logs.erase(lit);
     } else {
       ++lit;
     }
   }
-  // Rename the partition directories out of the way first (Kafka's "-delete" suffix), so that
-  // a crash part-way can never bring a half-deleted topic back; open removes the leftovers.
-  std::vector<std::string> doomed;
-  for (int32_t p : it->second.partition_ids) {
-    std::string from = im.PartitionPath(name, p);
-    if (!IsDirectory(from)) continue;
-    std::string base = PartitionDirName(name, p).substr(0, 200);
-    uint32_t r;
-    RandomBytes(&r, sizeof r);
-    char suffix[32];
-    std::snprintf(suffix, sizeof suffix, ".%08x%s", static_cast<unsigned>(r), kDeleteSuffix);
-    std::string to = JoinPath(im.path, base + suffix);
-    SILT_TRY(RenameFile(from, to));
-    doomed.push_back(to);
+  // 1. The topic file is renamed ".deleting" (durably): from here on the topic is gone, and
+  //    an open after a crash finishes the deletion (FinishDeletions).
+  // 2. The partition directories are renamed to "-delete" names (Kafka's suffix), durably, so
+  //    that nothing can bring a half-deleted topic back.
+  // 3. The marker goes; the directories are removed in the background, the call returns.
+  const std::string file = im.TopicFile(name);
+  const std::string marker = file + kDeletingSuffix;
+  if (PathExists(file)) {
+    SILT_TRY(RenameFile(file, marker));
+    SILT_TRY(SyncDir(JoinPath(im.path, kTopicsDir)));
   }
-  SILT_TRY(SyncDir(im.path));
-  if (PathExists(im.TopicFile(name))) SILT_TRY(RemoveFile(im.TopicFile(name)));
-  for (const std::string& d : doomed) SILT_TRY(RemoveAll(d));
+  SILT_ASSIGN_OR_RETURN(std::vector<std::string> doomed, im.RenameAway(it->second));
+  if (PathExists(marker)) SILT_TRY(RemoveFile(marker));
   im.topics.erase(it);
   {
     std::lock_guard c(im.checkpoint_mu);
@@ -461,8 +601,11 @@ Status DataDir::DeleteTopic(const std::string& name) {
       for (auto e = cp->begin(); e != cp->end();)
         e = e->first.first == name ? cp->erase(e) : std::next(e);
   }
-  return SyncDir(im.path);
+  im.Reap(std::move(doomed));
+  return Status::OK();
 }
+
+void DataDir::WaitForDeletions() { impl_->WaitReaped(); }
 
 Status DataDir::AlterTopicConfig(const std::string& name,
                                  const std::map<std::string, std::string>& set,
@@ -500,10 +643,10 @@ Status DataDir::AddPartitions(const std::string& name, int32_t new_total) {
                                    " partitions; the new count must be larger (and at most " +
                                    std::to_string(kMaxPartitions) + ")");
   if (t.topic_id.empty()) t.topic_id = NewTopicId().ToString();
-  for (int32_t p = t.partitions; p < new_total; ++p) {
-    SILT_TRY(im.CreatePartitionDir(t, p));
-    t.partition_ids.push_back(p);
-  }
+  std::vector<int32_t> added;
+  for (int32_t p = t.partitions; p < new_total; ++p) added.push_back(p);
+  SILT_TRY(im.CreatePartitionDirs(t, added));
+  t.partition_ids.insert(t.partition_ids.end(), added.begin(), added.end());
   t.partitions = new_total;
   SILT_TRY(im.WriteTopicFile(t));
   it->second = t;
@@ -704,6 +847,7 @@ Status DataDir::Close() {
     if (first.ok()) first = WriteFileAtomic(JoinPath(im.path, kCleanShutdownFile), "");
   }
   im.logs.clear();
+  im.StopReaper();
   im.ReleaseLock();
   return first;
 }

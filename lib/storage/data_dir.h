@@ -5,6 +5,8 @@
 //   <dir>/<topic>-<partition>/...           see format/layout.h
 //   <dir>/.lock                             flock(2)-held by the writer; holds its pid
 //   <dir>/silt-topics/<topic>.properties    partitions=N, topic_id=…, and config overrides
+//                                           (….properties.deleting while it is deleted)
+//   <dir>/<topic>-<partition>.<hex>-delete/ a deleted partition, until removed in the background
 //   <dir>/__consumer_offsets-<n>/           committed offsets and group metadata, in Kafka's
 //                                           internal topic (offsets/README.md): the one store
 //                                           of the broker and of local `consume -g`/`group`
@@ -86,7 +88,14 @@ class DataDir {
   // partitions = -1 means Options::default_partitions (as CreateTopics' numPartitions -1).
   Result<TopicInfo> CreateTopic(const std::string& name, const Uuid& topic_id, int32_t partitions,
                                 const std::map<std::string, std::string>& configs);
+  // Deletes a topic: durably gone when this returns (its topic file and partition
+  // directories renamed away, two directory fsyncs), its files removed by a background thread
+  // afterwards (or, after a crash or Close(), by the next writable open). Its open logs are
+  // closed without a flush.
   Status DeleteTopic(const std::string& name);
+  // Blocks until the background removals of deleted topics' files are done (or stopped by
+  // Close()).
+  void WaitForDeletions();
   Status AlterTopicConfig(const std::string& name, const std::map<std::string, std::string>& set,
                           const std::vector<std::string>& remove = {});
   Status AddPartitions(const std::string& name, int32_t new_total);

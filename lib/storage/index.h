@@ -12,7 +12,9 @@
 // and on Sync/close), so an append costs no extra system call; entries not yet written after a
 // crash are rebuilt by recovery, which rescans every segment past the recovery point. Kafka
 // preallocates and memory-maps these files; silt keeps them exactly as long as their entries,
-// which Kafka reads the same way. Not thread-safe: the owning Segment locks.
+// which Kafka reads the same way. The file is opened only for the write (or fsync) at hand and
+// closed after it, so an index holds no descriptor at rest, and it is not created until it has
+// an entry to hold or Sync() asks for it. Not thread-safe: the owning Segment locks.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,21 @@
 #include "base/status.h"
 
 namespace silt::storage {
+
+// What the index classes know of their file, which is open only while written (index.cc).
+struct IndexFile {
+  enum class State {
+    kUnknown,  // may hold anything: cut to the persisted entries before the next write
+    kAbsent,   // does not exist (and nothing is persisted)
+    kExact,    // exists and holds exactly the persisted entries
+  };
+  State state = State::kUnknown;
+  bool unsynced = false;  // written or cut since the last fdatasync
+  // Makes the file hold exactly `persisted` bytes followed by `tail` (written at `persisted`),
+  // opening and closing it; when `sync`, also fdatasyncs it if anything changed since the last
+  // sync (creating it if absent).
+  Status Write(const std::string& path, int64_t persisted, std::string_view tail, bool sync);
+};
 
 class OffsetIndex {
  public:
@@ -48,9 +65,11 @@ class OffsetIndex {
   // offsets >= 0 and strictly increasing, positions strictly increasing and below `log_size`).
   // *intact is false when the file is missing, has a partial entry, or entries were dropped.
   Status Load(int64_t log_size, bool* intact);
-  // Opens (creating if needed) the file for appends; without it the index is memory-only.
-  Status OpenForWrite();
-  bool writable() const { return file_.is_open(); }
+  // From now on the index is mirrored to its file (without this it is memory-only). Opens
+  // nothing: the file is opened by each write. `absent` tells that the file does not exist
+  // (a new segment), so that nothing needs truncating before the first write.
+  void EnableWrites(bool absent = false);
+  bool writable() const { return writes_; }
 
   // Adds an entry (offset must exceed the last one); see above for when it reaches the file.
   Status Append(Offset offset, int64_t position, Offset base = Offset(-1), int64_t size = -1);
@@ -71,24 +90,26 @@ class OffsetIndex {
   Status Clear();
   // Replaces the file's contents with the in-memory entries (after a rebuild).
   Status WriteAll();
+  // Writes what is pending and fdatasyncs the file when it changed since the last Sync; creates
+  // the file (empty) when it does not exist yet.
   Status Sync();
   Status Remove();
   // Writes entries not yet in the file.
   Status WritePending();
-  void CloseFile() {
-    (void)WritePending();
-    (void)file_.Close();
-  }
+  void CloseFile() { (void)WritePending(); }
 
   static constexpr int kEntrySize = 8;
   static constexpr size_t kWriteBatch = 512;
 
  private:
+  Status Persist(bool sync);
+
   std::string path_;
   Offset base_;
   std::vector<Entry> entries_;
   size_t persisted_ = 0;  // entries_[0, persisted_) are in the file
-  File file_;
+  bool writes_ = false;
+  IndexFile file_;
 };
 
 class TimeIndex {
@@ -107,8 +128,8 @@ class TimeIndex {
   // As OffsetIndex::Load; entries must have strictly increasing timestamps, non-decreasing
   // offsets, and offsets below `next_offset_limit` when that is known (else pass INT64_MAX).
   Status Load(int64_t next_offset_limit, bool* intact);
-  Status OpenForWrite();
-  bool writable() const { return file_.is_open(); }
+  void EnableWrites(bool absent = false);
+  bool writable() const { return writes_; }
 
   // Adds (timestamp, offset) when timestamp is above the last entry's.
   Status MaybeAppend(int64_t timestamp, Offset offset);
@@ -121,20 +142,20 @@ class TimeIndex {
   Status Sync();
   Status Remove();
   Status WritePending();
-  void CloseFile() {
-    (void)WritePending();
-    (void)file_.Close();
-  }
+  void CloseFile() { (void)WritePending(); }
 
   static constexpr int kEntrySize = 12;
   static constexpr size_t kWriteBatch = 512;
 
  private:
+  Status Persist(bool sync);
+
   std::string path_;
   Offset base_;
   std::vector<Entry> entries_;
   size_t persisted_ = 0;
-  File file_;
+  bool writes_ = false;
+  IndexFile file_;
 };
 
 }  // namespace silt::storage

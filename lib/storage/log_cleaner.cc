@@ -101,9 +101,9 @@ class CleanedWriter {
   Status Open() {
     SILT_ASSIGN_OR_RETURN(log_, File::Open(log_path_, File::kCreate));
     SILT_TRY(log_.Truncate(0));
-    SILT_TRY(index_.OpenForWrite());
+    index_.EnableWrites();
     SILT_TRY(index_.Clear());
-    SILT_TRY(time_index_.OpenForWrite());
+    time_index_.EnableWrites();
     return time_index_.Clear();
   }
 
@@ -352,6 +352,13 @@ Status CheckKeysForCompaction(const LogConfig& config, std::string_view batch) {
 }
 
 // ---- recovery ---------------------------------------------------------------------------
+
+bool HasCleanerStagingFiles(const std::vector<std::string>& names) {
+  for (const std::string& n : names)
+    if (EndsWith(n, kCleanedSuffix) || EndsWith(n, kSwapSuffix) || EndsWith(n, kDeletedSuffix))
+      return true;
+  return false;
+}
 
 Status FinishInterruptedSwaps(const std::string& dir) {
   if (!IsDirectory(dir)) return Status::OK();

@@ -86,6 +86,9 @@ Status CheckKeysForCompaction(const LogConfig& config, std::string_view batch);
 // Completes or rolls back a swap cut short by a crash in partition directory `dir` (see the
 // protocol above). Called by PartitionLog::Open before it lists segments.
 Status FinishInterruptedSwaps(const std::string& dir);
+// True when `names` (a partition directory's entries) hold a staging file that
+// FinishInterruptedSwaps would act on.
+bool HasCleanerStagingFiles(const std::vector<std::string>& names);
 
 struct CleanerOptions {
   int64_t backoff_ms = 15000;                  // log.cleaner.backoff.ms

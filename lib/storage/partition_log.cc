@@ -92,6 +92,11 @@ struct PartitionLog::Impl {
   bool closed = false;
 
   std::vector<EpochEntry> epochs;  // guarded by mu
+  // `epochs` changed since the checkpoint file was last written (guarded by append_mu).
+  bool epochs_dirty = false;
+  // The checkpoint file exists: once a log holds data a flush writes it (even with no epochs),
+  // so that later opens need not look for epochs in every batch.
+  bool epoch_file_exists = false;
 
   std::function<Status(int64_t, int64_t)> checkpoint_hook;
   int64_t checkpointed_rp = 0;  // the recovery point the data dir's checkpoint holds
@@ -124,16 +129,24 @@ struct PartitionLog::Impl {
     return Status::OK();
   }
 
-  // Writes the leader-epoch checkpoint holding `list` (normally `epochs`). Called with
-  // append_mu held: only holders of append_mu change `epochs`, so reading it needs no mu.
-  Status WriteEpochFile(const std::vector<EpochEntry>& list) {
-    if (read_only) return Status::OK();
-    std::string text = "0\n" + std::to_string(list.size()) + "\n";
-    for (const EpochEntry& e : list)
+  // The leader-epoch checkpoint's text for `epochs`. Called with append_mu held: only holders
+  // of append_mu change `epochs`, so reading it needs no mu.
+  std::string EpochText() const {
+    std::string text = "0\n" + std::to_string(epochs.size()) + "\n";
+    for (const EpochEntry& e : epochs)
       text += std::to_string(e.epoch) + " " + std::to_string(e.start_offset.value()) + "\n";
-    return WriteFileAtomic(JoinPath(dir, format::kLeaderEpochCheckpointFile), text);
+    return text;
   }
-  Status WriteEpochsLocked() { return WriteEpochFile(epochs); }
+  std::string EpochPath() const { return JoinPath(dir, format::kLeaderEpochCheckpointFile); }
+  // Writes the checkpoint now, durably (truncation and a new log start rewrite history, which
+  // recovery could not rebuild).
+  Status WriteEpochsLocked() {
+    if (read_only) return Status::OK();
+    SILT_TRY(WriteFileAtomic(EpochPath(), EpochText()));
+    epochs_dirty = false;
+    epoch_file_exists = true;
+    return Status::OK();
+  }
 
   // The epochs that appending batches with these (epoch, base offset) pairs would add: each
   // epoch newer than every one before it starts at its batch. Called with append_mu held.
@@ -148,25 +161,24 @@ struct PartitionLog::Impl {
     return out;
   }
 
-  // Before an append that starts new epochs: writes the checkpoint as it will be after the
-  // append, so that a failed write leaves nothing appended. Until CommitEpochs the entries are
-  // on disk only; an entry at or above the log end is harmless (it names where an epoch
-  // begins, as a new leader records before its first append) and Open() drops entries above it.
-  Status PrepareEpochs(const std::vector<EpochEntry>& added) {
-    if (added.empty()) return Status::OK();
-    std::vector<EpochEntry> next = epochs;
-    next.insert(next.end(), added.begin(), added.end());
-    return WriteEpochFile(next);
-  }
+  // After an append that started new epochs: records them in memory only. The checkpoint file
+  // follows at the next flush, before the recovery point passes them; until then a crash
+  // leaves their batches above the recovery point, where Open() rescans them and takes the
+  // epochs back from their partitionLeaderEpoch fields (as Kafka rebuilds a checkpoint that
+  // is behind the log). So an append never waits for the checkpoint, and cannot fail on it.
   void CommitEpochs(const std::vector<EpochEntry>& added) {
     if (added.empty()) return;
     std::unique_lock l(mu);
     epochs.insert(epochs.end(), added.begin(), added.end());
+    epochs_dirty = true;
   }
-  // The append failed after PrepareEpochs: put the old checkpoint back (best effort; see above
-  // for why an entry left behind does no harm).
-  void AbandonEpochs(const std::vector<EpochEntry>& added) {
-    if (!added.empty()) (void)WriteEpochsLocked();
+  // Open(): an epoch found in a batch (Kafka's LeaderEpochFileCache.assign): kept when newer
+  // than every known one; a known one starting at or after it conflicts and goes.
+  void AssignEpoch(int32_t epoch, Offset start) {
+    if (epoch < 0 || (!epochs.empty() && epoch <= epochs.back().epoch)) return;
+    while (!epochs.empty() && epochs.back().start_offset >= start) epochs.pop_back();
+    epochs.push_back({epoch, start});
+    epochs_dirty = true;
   }
 
   Status FlushLocked() {
@@ -179,6 +191,13 @@ struct PartitionLog::Impl {
         if (s->next_offset() > rp || s == segments.back()) todo.push_back(s);
     }
     for (const auto& s : todo) SILT_TRY(s->Sync());
+    if (epochs_dirty || (!epoch_file_exists && log_end.load() > recovery_point.load())) {
+      // Durable with the directory fsync below, before the recovery point moves past them.
+      SILT_TRY(ReplaceFile(EpochPath(), EpochText()));
+      epochs_dirty = false;
+      epoch_file_exists = true;
+      dir_dirty = true;
+    }
     if (dir_dirty) {
       SILT_TRY(SyncDir(dir));
       dir_dirty = false;
@@ -284,9 +303,12 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
   impl->checkpoint_hook = options.checkpoint_hook;
   impl->checkpointed_rp = options.recovery_point;
 
-  // A log cleaner pass cut short by a crash leaves staging files (see storage/log_cleaner.h).
-  if (!options.read_only) SILT_TRY(FinishInterruptedSwaps(dir));
   SILT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
+  // A log cleaner pass cut short by a crash leaves staging files (see storage/log_cleaner.h).
+  if (!options.read_only && HasCleanerStagingFiles(names)) {
+    SILT_TRY(FinishInterruptedSwaps(dir));
+    SILT_ASSIGN_OR_RETURN(names, ListDir(dir));
+  }
   std::vector<int64_t> bases;
   std::vector<std::string> orphans;
   for (const std::string& n : names) {
@@ -315,11 +337,12 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
   size_t first_unflushed = 0;
   for (size_t i = 0; i < bases.size(); ++i)
     if (bases[i] <= options.recovery_point) first_unflushed = i;
+  std::vector<Segment::LoadReport> reports(bases.size());
   for (size_t i = 0; i < bases.size(); ++i) {
     SILT_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
                           Segment::Open(dir, Offset(bases[i]), options.read_only));
     bool trusted = options.clean_shutdown || i < first_unflushed;
-    Segment::LoadReport report;
+    Segment::LoadReport& report = reports[i];
     SILT_TRY(seg->Load(trusted ? Segment::LoadMode::kTrusted : Segment::LoadMode::kFullScan,
                        i + 1 == bases.size(), config.index_interval_bytes, &report));
     if (!impl->segments.empty() && impl->segments.back()->next_offset() > seg->base_offset())
@@ -346,28 +369,71 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
   impl->log_start = start;
   impl->log_end.store(end.value());
 
-  std::string epoch_path = JoinPath(dir, format::kLeaderEpochCheckpointFile);
-  if (PathExists(epoch_path)) {
-    SILT_ASSIGN_OR_RETURN(std::string text, ReadFile(epoch_path));
-    SILT_TRY(ParseEpochCheckpoint(epoch_path, text, &impl->epochs));
+  // Leader epochs: the checkpoint covers at least every batch below the recovery point (a
+  // flush writes it before moving the recovery point). The batches rescanned above it may
+  // start newer epochs than it names (appends since the last flush): those are taken from the
+  // batches. A missing, empty or unreadable checkpoint is rebuilt from every batch.
+  std::string epoch_path = impl->EpochPath();
+  bool whole_rebuild = true;
+  const bool listed = std::binary_search(names.begin(), names.end(),
+                                         std::string(format::kLeaderEpochCheckpointFile));
+  if (auto text = listed ? ReadFile(epoch_path) : Result<std::string>(Status::NotFound(""));
+      text.ok()) {
+    impl->epoch_file_exists = true;
+    // (Kafka reads an empty one as no epochs; the batches say more.)
+    if (text->empty()) {
+      impl->epochs_dirty = true;
+    } else if (Status p = ParseEpochCheckpoint(epoch_path, *text, &impl->epochs); p.ok()) {
+      whole_rebuild = false;
+    } else {
+      impl->epochs.clear();
+      impl->epochs_dirty = true;
+    }
+  } else if (!text.status().IsNotFound()) {
+    return text.status();
+  }
+  {
     // Entries past the log end name epochs whose records are gone (a crash before they were
-    // durable, or an append that failed after the checkpoint was written); the one starting
-    // exactly at the log end stays, as a leader's does before its first append.
+    // durable, or a checkpoint written before a truncation); the one starting exactly at the
+    // log end stays, as a leader's does before its first append.
     size_t keep = impl->epochs.size();
     while (keep > 0 && impl->epochs[keep - 1].start_offset > end) --keep;
+    if (keep != impl->epochs.size()) impl->epochs_dirty = true;
     impl->epochs.resize(keep);
+  }
+  // A rebuilt checkpoint is written by the flush below, even with no epochs found.
+  if (whole_rebuild && end > start) impl->epochs_dirty = true;
+  for (size_t i = 0; i < reports.size(); ++i) {  // (a segment just created holds nothing)
+    std::vector<std::pair<int32_t, int64_t>> found;
+    if (whole_rebuild && !reports[i].full_scan) {
+      SILT_TRY(impl->segments[i]->CollectEpochStarts(&found));
+    } else {
+      found = reports[i].epoch_starts;
+    }
+    for (const auto& [epoch, at] : found)
+      impl->AssignEpoch(epoch, std::max(Offset(at), start));
   }
 
   auto log = std::unique_ptr<PartitionLog>(new PartitionLog(std::move(impl)));
   Impl& im = *log->impl_;
   // A producer-state snapshot past the log end describes records that are gone (a crash before
   // they were durable): it must never be loaded, nor match records appended later.
-  if (!options.read_only)
-    SILT_TRY(im.DeleteSnapshotsIf([&](int64_t o) { return o > end.value(); }));
+  if (!options.read_only) {
+    bool removed = false;
+    for (const std::string& n : names) {
+      int64_t o;
+      if (!ParseSegmentFileName(n, format::kSnapshotSuffix, &o) || o <= end.value()) continue;
+      SILT_TRY(RemoveFile(JoinPath(dir, n)));
+      removed = true;
+    }
+    if (removed) SILT_TRY(SyncDir(dir));
+  }
   int64_t rp = std::clamp(options.recovery_point, start.value(), end.value());
   im.recovery_point.store(rp);
-  if (!options.read_only && !options.clean_shutdown) {
-    // Everything was checked; make it durable so the recovery point can move to the end.
+  if (!options.read_only && (rp < end.value() || im.epochs_dirty)) {
+    // Everything was checked; make it durable so the recovery point can move to the end (and
+    // the epochs taken from the batches with it). A log with nothing above its recovery point
+    // (a new or empty one among them) has nothing to make durable.
     std::lock_guard l(im.append_mu);
     SILT_TRY(im.FlushLocked());
   }
@@ -420,12 +486,10 @@ Result<AppendResult> PartitionLog::Append(char* p, size_t size, int32_t leader_e
   info.base = base;
   info.last = base + h.last_offset_delta;
   info.max_timestamp = h.max_timestamp;
-  // Every step that can fail comes before the batch becomes visible: the epoch checkpoint
-  // first, then the segment append (which undoes its own partial work).
+  // The one step that can fail, the segment append, undoes its own partial work; a new epoch
+  // is recorded after it (see CommitEpochs).
   const std::vector<EpochEntry> added = im.NewEpochs({{leader_epoch, base}});
-  SILT_TRY(im.PrepareEpochs(added));
   if (Status s = im.AppendOneLocked(batch, info); !s.ok()) {
-    im.AbandonEpochs(added);
     l.Release();
     return s;
   }
@@ -495,7 +559,6 @@ Result<AppendResult> PartitionLog::AppendWithOffsets(std::string_view batches) {
   std::vector<EpochEntry> starts;
   for (const Item& it : items) starts.push_back({it.epoch, it.info.base});
   const std::vector<EpochEntry> added = im.NewEpochs(starts);
-  SILT_TRY(im.PrepareEpochs(added));
   AppendResult r;
   r.base_offset = items.front().info.base;
   r.last_offset = items.back().info.last;
@@ -510,7 +573,6 @@ Result<AppendResult> PartitionLog::AppendWithOffsets(std::string_view batches) {
         Status t = im.TruncateToLocked(old_end);
         if (!t.ok()) s = t.WithContext(s.ToString());
       }
-      im.AbandonEpochs(added);
       l.Release();
       return s;
     }
@@ -911,6 +973,11 @@ Status PartitionLog::Close() {
   std::unique_lock ul(im.mu);
   for (auto& seg : im.segments) seg->CloseFiles();
   return s;
+}
+
+void PartitionLog::CloseWithoutFlush() {
+  std::lock_guard l(impl_->append_mu);
+  impl_->closed = true;
 }
 
 }  // namespace silt::storage

@@ -143,6 +143,9 @@ class PartitionLog {
   Result<int> ApplyRetention();
   // Flushes and closes; after this the object must not be used.
   Status Close();
+  // Closes without flushing or writing anything, for a log whose files are about to be
+  // deleted; then as after Close().
+  void CloseWithoutFlush();
 
   // Leader epochs and the first offset of each (leader-epoch-checkpoint), oldest first.
   struct EpochEntry {

@@ -60,9 +60,16 @@ Segment::~Segment() = default;
 Result<std::shared_ptr<Segment>> Segment::Create(const std::string& dir, Offset base) {
   std::shared_ptr<Segment> s(new Segment(dir, base, /*read_only=*/false));
   SILT_ASSIGN_OR_RETURN(File f, File::Open(s->log_path_, File::kCreate));
-  SILT_TRY(f.Truncate(0));
+  // A new file holds nothing to cut or to fsync (its name is the directory's business, synced
+  // by the log's next flush); one left over from an earlier segment at this base is emptied.
+  SILT_ASSIGN_OR_RETURN(int64_t size, f.Size());
+  s->log_unsynced_ = size > 0;
+  if (size > 0) SILT_TRY(f.Truncate(0));
   s->log_ = std::make_shared<File>(std::move(f));
-  SILT_TRY(s->OpenIndexesForWrite());
+  // The index files are created by their first entry (or the first flush of data); a leftover
+  // one is cut to nothing now.
+  s->index_.EnableWrites(/*absent=*/!PathExists(s->index_.path()));
+  s->time_index_.EnableWrites(/*absent=*/!PathExists(s->time_index_.path()));
   SILT_TRY(s->index_.Clear());
   SILT_TRY(s->time_index_.Clear());
   return s;
@@ -77,10 +84,10 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& dir, Offset ba
   return s;
 }
 
-Status Segment::OpenIndexesForWrite() {
-  if (read_only_) return Status::OK();
-  SILT_TRY(index_.OpenForWrite());
-  return time_index_.OpenForWrite();
+void Segment::EnableIndexWrites() {
+  if (read_only_) return;
+  index_.EnableWrites();
+  time_index_.EnableWrites();
 }
 
 Offset Segment::next_offset() const {
@@ -175,7 +182,7 @@ Status Segment::Load(LoadMode mode, bool is_last, int32_t interval, LoadReport* 
         max_timestamp_ = t->timestamp;
         offset_of_max_timestamp_ = Offset(t->offset);
       }
-      SILT_TRY(OpenIndexesForWrite());
+      EnableIndexWrites();
       SILT_TRY(ScanFrom(start, skip_first, /*verify=*/true, is_last, interval, file_size, report));
       SILT_TRY(time_index_.TruncateFrom(next_offset_));
       if (max_timestamp_ >= 0 && offset_of_max_timestamp_ >= next_offset_) {
@@ -205,7 +212,9 @@ Status Segment::Load(LoadMode mode, bool is_last, int32_t interval, LoadReport* 
   SILT_TRY(time_index_.Clear());
   SILT_TRY(ScanFrom(0, false, /*verify=*/true, is_last, interval, file_size, report));
   if (!read_only_) {
-    SILT_TRY(OpenIndexesForWrite());
+    // Index files that do not exist are not created for nothing.
+    index_.EnableWrites(/*absent=*/!PathExists(index_.path()));
+    time_index_.EnableWrites(/*absent=*/!PathExists(time_index_.path()));
     SILT_TRY(index_.WriteAll());
     SILT_TRY(time_index_.WriteAll());
   }
@@ -273,10 +282,17 @@ Status Segment::ScanFrom(int64_t pos, bool skip_first_index, bool verify, bool i
         return Status::Corruption(PositionError(log_path_, pos, what));
       }
       report->torn_bytes = file_size - pos;
-      if (!read_only_) SILT_TRY(log_->Truncate(pos));
+      if (!read_only_) {
+        SILT_TRY(log_->Truncate(pos));
+        log_unsynced_ = true;
+      }
       break;
     }
     if (pos == 0) first_batch_timestamp_ = h.max_timestamp;
+    if (h.partition_leader_epoch >= 0 && (report->epoch_starts.empty() ||
+                                          h.partition_leader_epoch >
+                                              report->epoch_starts.back().first))
+      report->epoch_starts.emplace_back(h.partition_leader_epoch, h.base_offset);
     if (h.max_timestamp > max_timestamp_) {
       max_timestamp_ = h.max_timestamp;
       offset_of_max_timestamp_ = h.last();
@@ -294,6 +310,18 @@ Status Segment::ScanFrom(int64_t pos, bool skip_first_index, bool verify, bool i
     pos += h.size();
   }
   size_ = pos;
+  return Status::OK();
+}
+
+Status Segment::CollectEpochStarts(std::vector<std::pair<int32_t, int64_t>>* out) const {
+  std::shared_lock l(mu_);
+  for (int64_t pos = 0; pos < size_;) {
+    SILT_ASSIGN_OR_RETURN(BatchInfo h, HeaderAt(pos, size_));
+    if (h.partition_leader_epoch >= 0 &&
+        (out->empty() || h.partition_leader_epoch > out->back().first))
+      out->emplace_back(h.partition_leader_epoch, h.base.value());
+    pos += h.size;
+  }
   return Status::OK();
 }
 
@@ -326,6 +354,7 @@ Status Segment::Append(std::string_view batch, const BatchInfo& info, int32_t in
     tail_dirty_ = false;
   }
   const int64_t pos = size_;
+  log_unsynced_ = true;
   Status s = log_->PWrite(pos, batch);
   if (!s.ok()) {
     if (!log_->Truncate(pos).ok()) tail_dirty_ = true;
@@ -414,6 +443,7 @@ Result<Offset> Segment::TruncateTo(Offset offset, int32_t interval) {
   }
   if (!cut) return next_offset_;
   Offset new_next = std::min(cut->base, offset);
+  log_unsynced_ = true;
   SILT_TRY(log_->Truncate(cut->position));
   tail_dirty_ = false;
   size_ = cut->position;
@@ -425,8 +455,17 @@ Result<Offset> Segment::TruncateTo(Offset offset, int32_t interval) {
 }
 
 Status Segment::Sync() {
-  SILT_TRY(log_->Sync());
+  // Only what changed since the last Sync: a new, empty segment costs nothing.
+  if (log_unsynced_.load()) {
+    SILT_TRY(log_->Sync());
+    log_unsynced_.store(false);
+  }
   std::unique_lock l(mu_);
+  if (size_ == 0) {
+    // No data, no entries: the index files need not exist (a leftover one is cut).
+    SILT_TRY(index_.WritePending());
+    return time_index_.WritePending();
+  }
   SILT_TRY(index_.Sync());
   return time_index_.Sync();
 }

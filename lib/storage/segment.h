@@ -7,12 +7,15 @@
 // shared_ptr so that read results outlive deletion of the segment.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/file.h"
 #include "base/ids.h"
@@ -62,6 +65,10 @@ class Segment {
     bool full_scan = false;         // every batch was checked
     bool index_rebuilt = false;     // indexes were missing/damaged and rebuilt
     int64_t torn_bytes = 0;         // bytes of a torn tail cut off (or, read-only, ignored)
+    // (partitionLeaderEpoch, baseOffset) of each scanned batch whose epoch (>= 0) is above
+    // every one before it in the scan: where each epoch starts, for a leader-epoch checkpoint
+    // that is behind the log.
+    std::vector<std::pair<int32_t, int64_t>> epoch_starts;
   };
   // Establishes size, next offset, max timestamp and indexes from the files. When `is_last`, a
   // partial batch at the end (or a zero-filled tail) is a torn tail: truncated, or ignored when
@@ -76,7 +83,10 @@ class Segment {
   // Drops every batch from the one holding `offset` on; returns the new next offset. On
   // failure the segment is unchanged. Not durable until Sync().
   Result<Offset> TruncateTo(Offset offset, int32_t index_interval_bytes);
-  // fdatasync of the .log and both indexes.
+  // fdatasync of what changed since the last Sync among the .log and both indexes. The index
+  // files of a segment holding data are created here if they do not exist yet; an empty
+  // segment's are not. Index files are opened only to be written or synced: a segment at rest
+  // holds only its .log open.
   Status Sync();
   // Unlinks the files (open readers keep their descriptors): the .log first. Fails, changing
   // nothing, only when the .log cannot be unlinked; an index file that cannot be unlinked after
@@ -111,6 +121,9 @@ class Segment {
   std::vector<OffsetIndex::Entry> IndexEntries() const;
   std::vector<TimeIndex::Entry> TimeIndexEntries() const;
 
+  // As LoadReport::epoch_starts, for every batch of the segment (reads each batch header).
+  Status CollectEpochStarts(std::vector<std::pair<int32_t, int64_t>>* out) const;
+
   // Reads the header of the batch at `position` (below `limit`); Corruption if it is not one.
   Result<BatchInfo> HeaderAt(int64_t position, int64_t limit) const;
   // The batch an index entry names: from the entry when it knows base and size, else read.
@@ -121,7 +134,7 @@ class Segment {
   Segment(std::string dir, Offset base, bool read_only);
   Status ScanFrom(int64_t position, bool skip_first_index, bool verify, bool is_last,
                   int32_t index_interval_bytes, int64_t file_size, LoadReport* report);
-  Status OpenIndexesForWrite();
+  void EnableIndexWrites();
   void RecomputeTail(int32_t index_interval_bytes);
 
   const std::string dir_;
@@ -142,6 +155,9 @@ class Segment {
   int64_t first_batch_timestamp_ = -1;
   int64_t created_ms_ = 0;
   bool tail_dirty_ = false;  // bytes past size_ may remain after a failed append
+  // The .log was written or cut since the last Sync (set for every opened segment: the
+  // previous process may not have synced it).
+  std::atomic<bool> log_unsynced_{true};
 };
 
 }  // namespace silt::storage

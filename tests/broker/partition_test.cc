@@ -255,15 +255,15 @@ void CreateTopicWith(Client& c, const std::string& topic,
 
 }  // namespace
 
-TEST_CASE("a batch whose leader-epoch checkpoint cannot be written is not appended; its retry lands once") {
+TEST_CASE("a first batch whose write to the log fails is not appended; its retry lands once") {
   TestBroker b;
   Client c(b.port);
   CreateTopic(c, "epochfail");
   auto part = Served(b, "epochfail");
   const std::string batch = MakeBatch(3, format::Compression::kNone, 77, 0, 0);
   {
-    // The first append of epoch 0 records the epoch's start before the batch goes in.
-    storage::testing::FailOp fail(FileOp::kWrite, "leader-epoch-checkpoint.tmp", EIO, 0, 1);
+    // The partition's first append (of epoch 0, which the log records only once it is in).
+    storage::testing::FailOp fail(FileOp::kWrite, ".log", EIO, 0, 1);
     auto [err, base] = ProduceTo(c, "epochfail", batch);
     CHECK(fail.hits() == 1);
     CHECK(err == 56);  // KAFKA_STORAGE_ERROR

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "base/random.h"
+
+#include <atomic>
 #include "storage/test_util.h"
 
 using namespace silt;
@@ -59,7 +61,8 @@ TEST_CASE("topics are created with partitions, Kafka's metadata files and a prop
   for (int p = 0; p < 3; ++p) {
     std::string pdir = dir / ("orders.v1-" + std::to_string(p));
     CHECK(Slurp(JoinPath(pdir, "partition.metadata")) == "version: 0\ntopic_id: " + t->topic_id);
-    CHECK(Slurp(JoinPath(pdir, "leader-epoch-checkpoint")) == "0\n0\n");
+    // No leader-epoch-checkpoint until the partition has epochs (Kafka reads none as empty).
+    CHECK(!PathExists(JoinPath(pdir, "leader-epoch-checkpoint")));
   }
   std::string props = Slurp(dir / "silt-topics/orders.v1.properties");
   CHECK(props.find("partitions=3\n") != std::string::npos);
@@ -149,6 +152,7 @@ TEST_CASE("partitions are added, and topics are deleted with their directories")
   CHECK(!IsDirectory(dir / "t-4"));
   CHECK(!PathExists(dir / "silt-topics/t.properties"));
   CHECK(dd->ListTopics().empty());
+  dd->WaitForDeletions();
   auto left = ListDir(dir.path());
   REQUIRE(left.ok());
   for (const std::string& e : left.value()) CHECK(e.find("t-") != 0);
@@ -293,6 +297,7 @@ TEST_CASE("partition directories left by an interrupted delete are removed, neve
   ro.reset();
   auto dd = OpenDir(dir.path());
   CHECK(dd->ListTopics().empty());
+  dd->WaitForDeletions();
   CHECK(!PathExists(dir / "gone-0.1234abcd-delete"));
 }
 
@@ -374,4 +379,141 @@ TEST_CASE("delete-records is checkpointed at once and survives a crash") {
   REQUIRE(log.ok());
   CHECK((*log)->log_start_offset() == Offset(6));
   CHECK((*log)->log_end_offset() == Offset(10));
+}
+
+namespace {
+
+struct SyncCounter {
+  std::atomic<int> file_syncs{0}, dir_syncs{0}, renames{0};
+  SyncCounter() {
+    SetFileFaultHookForTesting([this](FileOp op, const std::string&) {
+      if (op == FileOp::kSync) file_syncs++;
+      if (op == FileOp::kSyncDir) dir_syncs++;
+      if (op == FileOp::kRename) renames++;
+      return Status::OK();
+    });
+  }
+  ~SyncCounter() { SetFileFaultHookForTesting(nullptr); }
+};
+
+std::vector<std::string> EntriesStartingWith(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  auto names = ListDir(dir);
+  REQUIRE(names.ok());
+  for (const std::string& n : *names)
+    if (n.rfind(prefix, 0) == 0) out.push_back(n);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("creating a topic writes every partition's files, then makes them durable together") {
+  TempDir dir;
+  auto dd = OpenDir(dir.path());
+  REQUIRE(dd->CreateTopic("first", NewTopicId(), 1, {}).ok());  // silt-topics/ exists now
+  SyncCounter ops;
+  const int n = 64;
+  auto t = dd->CreateTopic("many", NewTopicId(), n, {});
+  REQUIRE(t.ok());
+  // One fdatasync per partition.metadata, one fsync per new directory and one of the data
+  // directory, then the topic file (its fsync, rename and directory fsync); no epoch file.
+  CHECK(ops.file_syncs == n + 1);
+  CHECK(ops.dir_syncs == n + 2);
+  CHECK(ops.renames == 1);
+  for (int p = 0; p < n; ++p) {
+    std::string pdir = dir / ("many-" + std::to_string(p));
+    CHECK(Slurp(JoinPath(pdir, "partition.metadata")) == "version: 0\ntopic_id: " + t->topic_id);
+  }
+  // Partitions added later get the same treatment.
+  REQUIRE(dd->AddPartitions("many", n + 8).ok());
+  CHECK(Slurp(dir / ("many-" + std::to_string(n + 7)) + "/partition.metadata") ==
+        "version: 0\ntopic_id: " + t->topic_id);
+}
+
+TEST_CASE("a directory left by a topic creation cut short gets the new topic's id") {
+  TempDir dir;
+  {
+    auto dd = OpenDir(dir.path());
+    REQUIRE(dd->Close().ok());
+  }
+  REQUIRE(CreateDirs(dir / "again-0").ok());
+  WriteBytes(dir / "again-0/partition.metadata", "version: 0\ntopic_id: AAAAAA");  // torn
+  auto dd = OpenDir(dir.path());
+  auto inferred = dd->GetTopic("again");
+  REQUIRE(inferred.ok());
+  CHECK(inferred->topic_id.empty());  // a torn id is not taken
+  REQUIRE(dd->DeleteTopic("again").ok());
+  auto t = dd->CreateTopic("again", NewTopicId(), 1, {});
+  REQUIRE(t.ok());
+  CHECK(Slurp(dir / "again-0/partition.metadata") == "version: 0\ntopic_id: " + t->topic_id);
+}
+
+TEST_CASE("deleting a topic returns once it is durably gone and removes its files afterwards") {
+  TempDir dir;
+  auto dd = OpenDir(dir.path());
+  REQUIRE(dd->CreateTopic("d", NewTopicId(), 20, {}).ok());
+  for (int p = 0; p < 20; ++p) {
+    auto log = dd->Partition("d", p);
+    REQUIRE(log.ok());
+    std::string b = MakeBatch(3);
+    REQUIRE((*log)->Append(&b, 0).ok());
+  }
+  {
+    SyncCounter ops;
+    REQUIRE(dd->DeleteTopic("d").ok());
+    // No flush of the doomed logs: two directory fsyncs (the topic file's rename, the
+    // partition directories' renames) and nothing else.
+    CHECK(ops.file_syncs == 0);
+    CHECK(ops.dir_syncs == 2);
+  }
+  CHECK(dd->GetTopic("d").status().IsNotFound());
+  CHECK(!PathExists(dir / "silt-topics/d.properties"));
+  CHECK(!PathExists(dir / "silt-topics/d.properties.deleting"));
+  for (const std::string& e : EntriesStartingWith(dir.path(), "d-"))
+    CHECK(e.find("-delete") != std::string::npos);  // renamed away at once
+  dd->WaitForDeletions();
+  CHECK(EntriesStartingWith(dir.path(), "d-").empty());
+  // The name is free again at once.
+  REQUIRE(dd->CreateTopic("d", NewTopicId(), 2, {}).ok());
+  REQUIRE(dd->Close().ok());
+  auto again = OpenDir(dir.path());
+  CHECK(again->GetTopic("d")->partitions == 2);
+}
+
+TEST_CASE("a topic deletion interrupted by a crash is finished at the next open") {
+  for (int stage : {1, 2}) {
+    CAPTURE(stage);
+    TempDir dir;
+    {
+      auto dd = OpenDir(dir.path());
+      REQUIRE(dd->CreateTopic("x", NewTopicId(), 3, {}).ok());
+      REQUIRE(dd->CreateTopic("keep", NewTopicId(), 1, {}).ok());
+      auto log = dd->Partition("x", 1);
+      REQUIRE(log.ok());
+      std::string b = MakeBatch(2);
+      REQUIRE((*log)->Append(&b).ok());
+      REQUIRE(dd->Close().ok());
+    }
+    // Stage 1: a crash right after the topic file was renamed. Stage 2: after the partition
+    // directories were renamed too (only some of them, here).
+    REQUIRE(RenameFile(dir / "silt-topics/x.properties",
+                       dir / "silt-topics/x.properties.deleting").ok());
+    if (stage == 2) REQUIRE(RenameFile(dir / "x-0", dir / "x-0.0000abcd-delete").ok());
+    // A read-only open already ignores the topic.
+    {
+      auto ro = OpenDir(dir.path(), true);
+      CHECK(ro->GetTopic("x").status().IsNotFound());
+    }
+    auto dd = OpenDir(dir.path());
+    CHECK(dd->GetTopic("x").status().IsNotFound());
+    CHECK(dd->GetTopic("keep").ok());
+    CHECK(!PathExists(dir / "silt-topics/x.properties.deleting"));
+    dd->WaitForDeletions();
+    CHECK(EntriesStartingWith(dir.path(), "x-").empty());
+    CHECK(IsDirectory(dir / "keep-0"));
+    REQUIRE(dd->Close().ok());
+    // Nothing comes back.
+    auto later = OpenDir(dir.path());
+    CHECK(later->GetTopic("x").status().IsNotFound());
+  }
 }

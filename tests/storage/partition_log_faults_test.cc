@@ -70,47 +70,60 @@ void CheckNoTraceThenRetryOnce(std::unique_ptr<PartitionLog>* log, const std::st
 
 }  // namespace
 
-TEST_CASE("an append whose new leader epoch cannot be checkpointed appends nothing") {
+TEST_CASE("a leader-epoch checkpoint that cannot be written fails the flush, not the append") {
   TempDir dir;
   LogConfig cfg;
   auto log = OpenLog(dir.path(), cfg);
   AppendOk(log.get(), 3, /*epoch=*/1);
+  REQUIRE(log->Flush().ok());
   const std::string checkpoint = Slurp(dir / "leader-epoch-checkpoint");
-  Snapshot before = Take(*log);
-  std::string batch = MakeBatch(2);
+  CHECK(checkpoint == "0\n1\n1 0\n");
+  const Offset end = log->log_end_offset();
   {
     FailOp fail(FileOp::kWrite, "leader-epoch-checkpoint.tmp");
-    std::string b = batch;
-    auto r = log->Append(&b, /*epoch=*/2);
+    AppendOk(log.get(), 1, /*epoch=*/2);  // no checkpoint write on the append path
+    CHECK(fail.hits() == 0);
+    CHECK(!log->Flush().ok());
     CHECK(fail.hits() == 1);
-    CHECK(!r.ok());
   }
-  CHECK(log->LeaderEpochs().size() == 1);
+  // The flush did not complete: the recovery point stays below the new epoch's batch.
+  CHECK(log->recovery_point() == end);
   CHECK(Slurp(dir / "leader-epoch-checkpoint") == checkpoint);
-  CheckNoTraceThenRetryOnce(&log, dir.path(), cfg, before, batch, 2);
+  CHECK(!PathExists(dir / "leader-epoch-checkpoint.tmp"));
   REQUIRE(log->LeaderEpochs().size() == 2);
-  CHECK(log->LeaderEpochs()[1].epoch == 2);
-  CHECK(log->LeaderEpochs()[1].start_offset == before.end);
+  // A crash now: the batch above the recovery point is rescanned and its epoch taken back.
+  log.reset();
+  PartitionLog::OpenOptions o;
+  o.recovery_point = end.value();
+  auto again = PartitionLog::Open(dir.path(), cfg, o);
+  REQUIRE(again.ok());
+  REQUIRE((*again)->LeaderEpochs().size() == 2);
+  CHECK((*again)->LeaderEpochs()[1].epoch == 2);
+  CHECK((*again)->LeaderEpochs()[1].start_offset == end);
+  // ...and made durable by the open, with the records.
+  CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n2\n1 0\n2 " +
+                                                       std::to_string(end.value()) + "\n");
 }
 
-TEST_CASE("an append whose epoch checkpoint rename fails appends nothing") {
+TEST_CASE("a failed epoch checkpoint rename leaves no temp file and the next flush writes it") {
   TempDir dir;
   LogConfig cfg;
   auto log = OpenLog(dir.path(), cfg);
   AppendOk(log.get(), 2, 0);
-  Snapshot before = Take(*log);
-  std::string batch = MakeBatch(2);
   {
     FailOp fail(FileOp::kRename, "leader-epoch-checkpoint.tmp");
-    std::string b = batch;
-    CHECK(!log->Append(&b, 5).ok());
+    AppendOk(log.get(), 1, 5);
+    CHECK(fail.hits() == 0);
+    CHECK(!log->Flush().ok());
     CHECK(fail.hits() == 1);
   }
   CHECK(!PathExists(dir / "leader-epoch-checkpoint.tmp"));
-  CheckNoTraceThenRetryOnce(&log, dir.path(), cfg, before, batch, 5);
+  REQUIRE(log->Flush().ok());
+  CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n2\n0 0\n5 4\n");
+  CHECK(log->recovery_point() == Offset(6));
 }
 
-TEST_CASE("an append that fails after its epoch was checkpointed leaves no epoch past the end") {
+TEST_CASE("an append that fails records no epoch, in memory or in the checkpoint") {
   TempDir dir;
   LogConfig cfg;
   auto log = OpenLog(dir.path(), cfg);
@@ -123,8 +136,11 @@ TEST_CASE("an append that fails after its epoch was checkpointed leaves no epoch
     CHECK(!log->Append(&b, 7).ok());
   }
   CHECK(log->LeaderEpochs().size() == 1);
+  REQUIRE(log->Flush().ok());
   CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n1\n0 0\n");
   CheckNoTraceThenRetryOnce(&log, dir.path(), cfg, before, batch, 7);
+  REQUIRE(log->LeaderEpochs().size() == 2);
+  CHECK(log->LeaderEpochs()[1].epoch == 7);
 }
 
 TEST_CASE("an append that finds the disk full cuts its partial bytes") {
@@ -170,8 +186,9 @@ TEST_CASE("an append whose segment roll fails appends nothing") {
   Snapshot before = Take(*log);
   std::string batch = MakeBatch(2, 200);
   {
-    // Segment::Create empties the new .log with ftruncate.
-    FailOp fail(FileOp::kTruncate, SegName(before.end.value(), ".log"));
+    // Rolling writes the closing segment's last time index entry (a new segment's files are
+    // only opened, which cannot be made to fail here).
+    FailOp fail(FileOp::kWrite, SegName(0, ".timeindex"));
     std::string b = batch;
     CHECK(!log->Append(&b).ok());
     CHECK(fail.hits() == 1);

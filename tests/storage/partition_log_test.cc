@@ -514,6 +514,9 @@ TEST_CASE("leader epochs are recorded, checkpointed, truncated and answered") {
   REQUIRE(log->Append(&b, 0).ok());
   b = MakeBatch(2);
   REQUIRE(log->Append(&b, 3).ok());
+  // The checkpoint is written by the flush (appends only record the epochs in memory).
+  CHECK(!PathExists(dir / "leader-epoch-checkpoint"));
+  REQUIRE(log->Flush().ok());
   CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n2\n0 0\n3 4\n");
   CHECK(log->EndOffsetForEpoch(0)->start_offset == Offset(4));
   CHECK(log->EndOffsetForEpoch(2)->epoch == 0);
@@ -596,4 +599,24 @@ TEST_CASE("Roll starts a new segment at the log end, and not twice for an empty 
   CHECK(PathExists(dir / SegName(4, ".log")));
   AppendBatches(log.get(), 1, 2);
   CHECK(log->Segments().back().size_bytes > 0);
+}
+
+TEST_CASE("a log's first flush of data writes its leader-epoch checkpoint, even with no epochs") {
+  TempDir dir;
+  auto log = OpenLog(dir.path(), LogConfig{});
+  REQUIRE(log->Flush().ok());  // nothing yet: no file
+  CHECK(!PathExists(dir / "leader-epoch-checkpoint"));
+  std::string b = MakeBatch(2);
+  REQUIRE(log->Append(&b).ok());  // no leader epoch
+  REQUIRE(log->Flush().ok());
+  CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n0\n");
+  // A log that lost it gets it back from its next writable open.
+  REQUIRE(log->Close().ok());
+  REQUIRE(RemoveFile(dir / "leader-epoch-checkpoint").ok());
+  PartitionLog::OpenOptions o;
+  o.clean_shutdown = true;
+  o.recovery_point = 2;
+  auto again = PartitionLog::Open(dir.path(), LogConfig{}, o);
+  REQUIRE(again.ok());
+  CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n0\n");
 }

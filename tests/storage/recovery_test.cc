@@ -1,5 +1,8 @@
 // Recovery and faults: torn tails, bit flips, lost or damaged indexes, a full disk.
 #include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include "base/file.h"
 #include "storage/partition_log.h"
@@ -438,4 +441,236 @@ TEST_CASE("time lookups are the same after a clean reopen, an unclean one and a 
   auto log = Reopen(dir.path(), cfg, true, 120);
   REQUIRE(log.ok());
   check_all(**log);
+}
+
+namespace {
+
+// Descriptors this process holds on files inside `dir`.
+int OpenFilesIn(const std::string& dir) {
+  int n = 0;
+  auto fds = ListDir("/proc/self/fd");
+  REQUIRE(fds.ok());
+  for (const std::string& fd : *fds) {
+    char target[4096];
+    ssize_t len = ::readlink(("/proc/self/fd/" + fd).c_str(), target, sizeof target - 1);
+    if (len <= 0) continue;
+    std::string t(target, static_cast<size_t>(len));
+    if (t.rfind(dir + "/", 0) == 0) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a partition at rest holds only its active .log open, its indexes written all the same") {
+  TempDir dir;
+  LogConfig cfg;
+  cfg.index_interval_bytes = 0;  // an index entry for every batch
+  cfg.segment_bytes = 1 << 30;
+  auto log = PartitionLog::Open(dir.path(), cfg, {});
+  REQUIRE(log.ok());
+  CHECK(OpenFilesIn(dir.path()) == 1);
+  // A new partition creates neither index file before it holds data.
+  CHECK(!PathExists(dir / SegName(0, ".index")));
+  CHECK(!PathExists(dir / SegName(0, ".timeindex")));
+  // More entries than one group write (OffsetIndex::kWriteBatch) so that some reach the file
+  // while appending, with the file opened just for that write.
+  const int n = 1300;
+  for (int i = 0; i < n; ++i) {
+    std::string b = MakeBatch(1, 10, 1000 + i);
+    REQUIRE((*log)->Append(&b).ok());
+  }
+  CHECK(OpenFilesIn(dir.path()) == 1);
+  CHECK(Slurp(dir / SegName(0, ".index")).size() >= 512 * 8);
+  REQUIRE((*log)->Flush().ok());
+  CHECK(OpenFilesIn(dir.path()) == 1);
+  // The first batch gets no entry (none is due before index.interval.bytes have gone by).
+  CHECK(Slurp(dir / SegName(0, ".index")).size() == static_cast<size_t>(n - 1) * 8);
+  CHECK(Slurp(dir / SegName(0, ".timeindex")).size() == static_cast<size_t>(n - 1) * 12);
+  // A crash now: the entries on disk are trusted after a reopen at the recovery point.
+  const std::string idx = Slurp(dir / SegName(0, ".index"));
+  const int64_t rp = (*log)->recovery_point().value();
+  log->reset();
+  auto again = Reopen(dir.path(), cfg, /*clean=*/true, rp);
+  REQUIRE(again.ok());
+  CHECK(OpenFilesIn(dir.path()) == 1);
+  CHECK((*again)->log_end_offset() == Offset(n));
+  CheckLookups(**again);
+  CHECK((*again)->OffsetForTimestamp(1000 + 700).value() == Offset(700));
+  // Appends after the reopen extend the same files, which the clean close completes.
+  for (int i = 0; i < 10; ++i) {
+    std::string b = MakeBatch(1, 10, 5000 + i);
+    REQUIRE((*again)->Append(&b).ok());
+  }
+  REQUIRE((*again)->Close().ok());
+  CHECK(OpenFilesIn(dir.path()) == 1);  // Close() keeps the .log for readers still holding it
+  again->reset();
+  CHECK(OpenFilesIn(dir.path()) == 0);
+  const std::string idx2 = Slurp(dir / SegName(0, ".index"));
+  CHECK(idx2.size() == static_cast<size_t>(n + 10 - 1) * 8);
+  CHECK(idx2.substr(0, idx.size()) == idx);
+  auto third = Reopen(dir.path(), cfg, /*clean=*/true, n + 10);
+  REQUIRE(third.ok());
+  CheckLookups(**third);
+}
+
+TEST_CASE("a rolled segment's indexes are complete on disk and hold no descriptor") {
+  TempDir dir;
+  LogConfig cfg = Cfg();
+  auto log = PartitionLog::Open(dir.path(), cfg, {});
+  REQUIRE(log.ok());
+  for (int i = 0; i < 200; ++i) {
+    std::string b = MakeBatch(2, 25, 1000 + i);
+    REQUIRE((*log)->Append(&b).ok());
+  }
+  auto segs = (*log)->Segments();
+  REQUIRE(segs.size() > 3);
+  // Every segment's .log stays open for reads; no index file is open.
+  CHECK(OpenFilesIn(dir.path()) == static_cast<int>(segs.size()));
+  // A closed segment's index files were written when it stopped being active.
+  for (size_t i = 0; i + 1 < segs.size(); ++i) {
+    CHECK(PathExists(dir / SegName(segs[i].base_offset.value(), ".index")));
+    CHECK(Slurp(dir / SegName(segs[i].base_offset.value(), ".timeindex")).size() % 12 == 0);
+    CHECK(!Slurp(dir / SegName(segs[i].base_offset.value(), ".timeindex")).empty());
+  }
+  log->reset();  // a crash: recovery rebuilds and checks everything
+  auto again = Reopen(dir.path(), cfg);
+  REQUIRE(again.ok());
+  CHECK((*again)->log_end_offset() == Offset(400));
+  CheckLookups(**again);
+}
+
+namespace {
+
+// Counts the file operations that cost the disk something (the fault hook sees every one).
+struct OpCounter {
+  std::atomic<int> syncs{0}, renames{0}, truncates{0}, writes{0};
+  OpCounter() {
+    SetFileFaultHookForTesting([this](FileOp op, const std::string&) {
+      if (op == FileOp::kSync || op == FileOp::kSyncDir) syncs++;
+      if (op == FileOp::kRename) renames++;
+      if (op == FileOp::kTruncate) truncates++;
+      if (op == FileOp::kWrite) writes++;
+      return Status::OK();
+    });
+  }
+  ~OpCounter() { SetFileFaultHookForTesting(nullptr); }
+};
+
+std::vector<PartitionLog::EpochEntry> Epochs(const std::string& dir, int64_t rp,
+                                             int64_t* end = nullptr) {
+  auto log = Reopen(dir, LogConfig{}, /*clean=*/false, rp);
+  REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+  if (end != nullptr) *end = (*log)->log_end_offset().value();
+  return (*log)->LeaderEpochs();
+}
+
+}  // namespace
+
+TEST_CASE("opening a new partition and its first append neither fsync, rename nor truncate") {
+  TempDir dir;
+  OpCounter ops;
+  auto log = PartitionLog::Open(dir.path(), LogConfig{}, {});
+  REQUIRE(log.ok());
+  std::string b = MakeBatch(2);
+  REQUIRE((*log)->Append(&b, /*leader_epoch=*/0).ok());
+  CHECK(ops.syncs == 0);
+  CHECK(ops.renames == 0);
+  CHECK(ops.truncates == 0);
+  CHECK(ops.writes == 1);  // the batch
+  // Reopening the empty segment of a partition never written to costs nothing either.
+  TempDir dir2;
+  REQUIRE(PartitionLog::Open(dir2.path(), LogConfig{}, {}).ok());
+  int before = ops.syncs + ops.truncates + ops.writes;
+  REQUIRE(PartitionLog::Open(dir2.path(), LogConfig{}, {}).ok());
+  CHECK(ops.syncs + ops.truncates + ops.writes == before);
+}
+
+TEST_CASE("a new partition's first append survives a crash at any point") {
+  // A crash right after the append: the checkpoint was never written; the rescan finds the
+  // epoch in the batch and the open makes both durable.
+  {
+    TempDir dir;
+    {
+      auto log = PartitionLog::Open(dir.path(), LogConfig{}, {});
+      REQUIRE(log.ok());
+      std::string b = MakeBatch(2);
+      REQUIRE((*log)->Append(&b, 3).ok());
+      CHECK(!PathExists(dir / "leader-epoch-checkpoint"));
+    }  // no Close: a crash
+    int64_t end = 0;
+    auto e = Epochs(dir.path(), 0, &end);
+    CHECK(end == 2);
+    REQUIRE(e.size() == 1);
+    CHECK(e[0].epoch == 3);
+    CHECK(e[0].start_offset == Offset(0));
+    CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n1\n3 0\n");
+  }
+  // A crash before the batch reached the disk: nothing is left, no epoch either.
+  {
+    TempDir dir;
+    {
+      auto log = PartitionLog::Open(dir.path(), LogConfig{}, {});
+      REQUIRE(log.ok());
+      std::string b = MakeBatch(2);
+      REQUIRE((*log)->Append(&b, 3).ok());
+    }
+    REQUIRE(::truncate((dir / SegName(0, ".log")).c_str(), 0) == 0);
+    int64_t end = -1;
+    CHECK(Epochs(dir.path(), 0, &end).empty());
+    CHECK(end == 0);
+  }
+  // A crash with the batch half written: the torn tail is cut, no epoch survives it.
+  {
+    TempDir dir;
+    {
+      auto log = PartitionLog::Open(dir.path(), LogConfig{}, {});
+      REQUIRE(log.ok());
+      std::string b = MakeBatch(2);
+      REQUIRE((*log)->Append(&b, 3).ok());
+    }
+    std::string bytes = Slurp(dir / SegName(0, ".log"));
+    WriteBytes(dir / SegName(0, ".log"), bytes.substr(0, bytes.size() / 2));
+    int64_t end = -1;
+    CHECK(Epochs(dir.path(), 0, &end).empty());
+    CHECK(end == 0);
+  }
+}
+
+TEST_CASE("a lost, emptied or torn leader-epoch checkpoint is rebuilt from the batches") {
+  TempDir dir;
+  {
+    auto log = PartitionLog::Open(dir.path(), Cfg(), {});
+    REQUIRE(log.ok());
+    for (int i = 0; i < 60; ++i) {  // several segments, epochs 1, 4 and 9
+      std::string b = MakeBatch(2, 25, 1000 + i);
+      REQUIRE((*log)->Append(&b, i < 20 ? 1 : i < 45 ? 4 : 9).ok());
+    }
+    REQUIRE((*log)->Segments().size() > 2);
+    REQUIRE((*log)->Close().ok());
+  }
+  const std::string good = Slurp(dir / "leader-epoch-checkpoint");
+  CHECK(good == "0\n3\n1 0\n4 40\n9 90\n");
+  for (const char* damage : {"delete", "empty", "torn"}) {
+    CAPTURE(damage);
+    std::string p = dir / "leader-epoch-checkpoint";
+    if (std::string(damage) == "delete") REQUIRE(::unlink(p.c_str()) == 0);
+    if (std::string(damage) == "empty") WriteBytes(p, "");
+    if (std::string(damage) == "torn") WriteBytes(p, "0\n3\n1 0\n4");
+    // Everything below the recovery point: the segments are trusted, not rescanned.
+    auto e = Epochs(dir.path(), 120);
+    REQUIRE(e.size() == 3);
+    CHECK(e[0].epoch == 1);
+    CHECK(e[1].start_offset == Offset(40));
+    CHECK(e[2].epoch == 9);
+    CHECK(e[2].start_offset == Offset(90));
+    CHECK(Slurp(p) == good);
+  }
+  // A checkpoint behind the log (the newest epoch missing) after a crash: taken from the
+  // rescanned batches above the recovery point.
+  WriteBytes(dir / "leader-epoch-checkpoint", "0\n2\n1 0\n4 40\n");
+  auto e = Epochs(dir.path(), 80);
+  REQUIRE(e.size() == 3);
+  CHECK(e[2].epoch == 9);
+  CHECK(e[2].start_offset == Offset(90));
 }
