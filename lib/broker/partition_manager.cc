@@ -18,8 +18,7 @@ Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topi
     if (it != slots_.end()) {
       slot = it->second;
       // The common case: open already, and no lock but the map's is needed.
-      std::shared_ptr<Partition> p = slot->partition.load(std::memory_order_acquire);
-      if (p && p->alive()) return p;
+      if (slot->partition && slot->partition->alive()) return slot->partition;
     }
   }
   if (!slot) {
@@ -30,32 +29,28 @@ Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topi
     slot = s;
   }
   std::lock_guard<std::mutex> open(slot->open_mu);
-  if (auto p = slot->partition.load(); p && p->alive()) return p;
+  if (slot->partition && slot->partition->alive()) return slot->partition;
   SILT_ASSIGN_OR_RETURN(std::shared_ptr<storage::PartitionLog> log,
                         logs_->OpenLog(topic, partition));
   SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
                         Partition::Open(topic, partition, std::move(log), local_, LeaderEpoch(0)));
   {
     // A shutdown that ran while the partition opened must not miss it.
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    if (closed_) {
-      p->Shutdown();
-      return Status::InvalidArgument("the broker is shutting down");
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    if (!closed_) {
+      slot->partition = p;
+      return p;
     }
   }
-  slot->partition.store(p, std::memory_order_release);
-  return p;
+  p->Shutdown();
+  return Status::InvalidArgument("the broker is shutting down");
 }
 
 std::vector<std::shared_ptr<Partition>> PartitionManager::Opened() const {
-  std::vector<std::shared_ptr<Slot>> slots;
-  {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    for (const auto& [k, s] : slots_) slots.push_back(s);
-  }
   std::vector<std::shared_ptr<Partition>> out;
-  for (auto& s : slots) {
-    if (auto p = s->partition.load()) out.push_back(std::move(p));
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  for (const auto& [k, s] : slots_) {
+    if (s->partition) out.push_back(s->partition);
   }
   return out;
 }
@@ -73,9 +68,11 @@ void PartitionManager::RemoveTopic(const std::string& topic) {
       }
     }
   }
+  // Out of the map now: nobody else writes these slots, and an opening in progress is waited
+  // for through open_mu.
   for (auto& s : removed) {
     std::lock_guard<std::mutex> open(s->open_mu);
-    if (auto p = s->partition.exchange(nullptr)) p->Shutdown();
+    if (s->partition) s->partition->Shutdown();
   }
 }
 
@@ -110,7 +107,7 @@ void PartitionManager::ShutdownAll() {
   }
   for (auto& [k, s] : slots) {
     std::lock_guard<std::mutex> open(s->open_mu);
-    std::shared_ptr<Partition> p = s->partition.exchange(nullptr);
+    std::shared_ptr<Partition> p = s->partition;
     if (!p) continue;
     // A clean shutdown leaves a snapshot at the log end: the next start replays nothing.
     Status snap = p->WriteProducerSnapshot();

@@ -5,7 +5,6 @@
 // waits for another partition's first touch.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -44,8 +43,9 @@ class PartitionManager {
  private:
   struct Slot {
     std::mutex open_mu;  // held while the partition opens (and by whoever replaces it)
-    // Read without open_mu on the fast path of Get.
-    std::atomic<std::shared_ptr<Partition>> partition;
+    // Written under open_mu and mu_ (exclusive); read under either, so the fast path of Get
+    // needs only the map's shared lock.
+    std::shared_ptr<Partition> partition;
   };
   struct Key {
     std::string topic;

