@@ -91,6 +91,8 @@ class NetProducer final : public Producer {
   struct InFlight;
   NetProducer(Cluster* cluster, std::string topic, const NetProducerOptions& options);
   Status InitProducerId();
+  // Poll(); `check_clock` false (from Send) reads the clock only every kPollsPerRead calls.
+  Status PollSome(bool check_clock);
   Status CloseBatch(Part& p);
   // Sends what is ready; `all` ignores linger.
   Status SendReady(bool all);
@@ -126,6 +128,7 @@ class NetProducer final : public Producer {
   int64_t next_wake_ms_ = 0;    // when SendReady() next has something to do without a kick
   static constexpr int kPollsPerRead = 8;
   int polls_since_read_ = 0;    // Poll() calls since it last looked for answers
+  int polls_since_clock_ = 0;   // Send()s since Poll() last read the clock
   bool need_metadata_ = false;
   int64_t records_acked_ = 0;
   int64_t records_failed_ = 0;
