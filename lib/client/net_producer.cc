@@ -65,6 +65,26 @@ int64_t TraceUs() {
 
 }  // namespace
 
+std::vector<const protocol::ProduceResponse::PartitionResponse*> MatchProduceAnswers(
+    const std::vector<int32_t>& partitions,
+    const std::vector<const protocol::ProduceResponse::PartitionResponse*>& answers) {
+  std::vector<const protocol::ProduceResponse::PartitionResponse*> out(partitions.size(), nullptr);
+  // Brokers answer in the request's order, so the i-th answer is normally the i-th partition's;
+  // only an answer out of place costs a lookup.
+  std::map<int32_t, const protocol::ProduceResponse::PartitionResponse*> by_index;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    if (i < answers.size() && answers[i]->index == partitions[i]) {
+      out[i] = answers[i];
+      continue;
+    }
+    if (by_index.empty())
+      for (const auto* a : answers) by_index.emplace(a->index, a);
+    auto found = by_index.find(partitions[i]);
+    if (found != by_index.end()) out[i] = found->second;
+  }
+  return out;
+}
+
 struct NetProducer::Batch {
   enum class State { kQueued, kInFlight, kDone };
   std::string bytes;
@@ -533,26 +553,20 @@ Status NetProducer::ReadAnswers(int wait_ms) {
       LoseConnection(c, st);
       continue;
     }
-    // The answer's partitions. Brokers answer them in the request's order, so the i-th answer
-    // is normally the i-th batch's; an answer in another order is looked up by index.
     std::vector<const protocol::ProduceResponse::PartitionResponse*> answers;
     answers.reserve(f->batches.size());
     for (const auto& t : resp.responses) {
       if (t.name != topic_) continue;
       for (const auto& pr : t.partition_responses) answers.push_back(&pr);
     }
-    std::map<int32_t, const protocol::ProduceResponse::PartitionResponse*> by_index;
+    std::vector<int32_t> ids;
+    ids.reserve(f->batches.size());
+    for (const auto& [p, b] : f->batches) ids.push_back(p->id);
+    std::vector<const protocol::ProduceResponse::PartitionResponse*> matched =
+        MatchProduceAnswers(ids, answers);
     for (size_t i = 0; i < f->batches.size(); ++i) {
       auto [p, b] = f->batches[i];
-      const protocol::ProduceResponse::PartitionResponse* a = nullptr;
-      if (i < answers.size() && answers[i]->index == p->id) {
-        a = answers[i];
-      } else {
-        if (by_index.empty())
-          for (const auto* pr : answers) by_index.emplace(pr->index, pr);
-        auto found = by_index.find(p->id);
-        if (found != by_index.end()) a = found->second;
-      }
+      const protocol::ProduceResponse::PartitionResponse* a = matched[i];
       if (a == nullptr) {
         HandleResult(*p, b, static_cast<int16_t>(ErrorCode::NETWORK_EXCEPTION),
                      std::string("no answer for this partition"));

@@ -36,6 +36,7 @@
 #include "client/partitioner.h"
 #include "format/layout.h"
 #include "format/record_batch.h"
+#include "protocol/messages.h"
 
 namespace silt::client {
 
@@ -53,6 +54,13 @@ struct NetProducerOptions {
   size_t max_buffered_bytes = 32 << 20;
   uint64_t seed = 0;
 };
+
+// For each of `partitions` (a Produce request's, in its order), the answer in `answers` whose
+// index is that partition's, or nullptr when there is none. Linear when the answers come in the
+// request's order, as brokers send them; any order is accepted.
+std::vector<const protocol::ProduceResponse::PartitionResponse*> MatchProduceAnswers(
+    const std::vector<int32_t>& partitions,
+    const std::vector<const protocol::ProduceResponse::PartitionResponse*>& answers);
 
 class NetProducer final : public Producer {
  public:
