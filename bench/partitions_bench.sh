@@ -21,13 +21,26 @@
 #      disk (allocated blocks and apparent size).
 #
 # Environment: SILT (the binary, required), BENCH_RECORDS (default 1000000), BENCH_RUNS (3),
-# BENCH_PARTITIONS ("1 16 128 1024"), BENCH_MANY_PARTITIONS (10000; 0 skips part 3), BENCH_DIR,
-# PRODUCE_REQUEST_BENCH (default: bench/ beside $SILT, built by CMake with the others).
+# BENCH_PARTITIONS ("1 16 128 1024"), BENCH_CLIENTS ("silt kcat"), BENCH_LINGER_MS (both
+# clients' linger, default 5), BENCH_MANY_PARTITIONS (10000; 0 skips part 3), BENCH_DIR,
+# PRODUCE_REQUEST_BENCH (default: bench/ beside $SILT, built by CMake with the others; "none"
+# skips part 2).
+#
+# A quick look at part 1 alone, e.g. while working on the client:
+#   BENCH_PARTITIONS="1 1024" BENCH_RUNS=2 BENCH_CLIENTS=silt BENCH_MANY_PARTITIONS=0 \
+#   PRODUCE_REQUEST_BENCH=none SILT=build/silt bash bench/partitions_bench.sh
+# SILT_PRODUCE_TRACE=1 makes `silt produce` print a line per Produce request sent and answered.
+#
+# On a machine shared with other work, both processes wait for a CPU for much of the run (see
+# /proc/PID/schedstat): the wall-clock figures then follow the CPU seconds more than anything
+# else, so compare the CPU columns too, and the load average beside them.
 set -euo pipefail
 SILT=${SILT:?}
 N=${BENCH_RECORDS:-1000000}
 RUNS=${BENCH_RUNS:-3}
 COUNTS=${BENCH_PARTITIONS:-1 16 128 1024}
+CLIENTS=${BENCH_CLIENTS:-silt kcat}
+LINGER=${BENCH_LINGER_MS:-5}
 MANY=${BENCH_MANY_PARTITIONS:-10000}
 DIR=${BENCH_DIR:-/tmp/silt-bench}/partitions
 rm -rf "$DIR"; mkdir -p "$DIR"
@@ -38,15 +51,24 @@ now() { date +%s.%N; }
 calc() { $PY -c "print($1)"; }
 load() { echo "load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
-# kcat producer settings, the same for every partition count: those of bench/broker_bench.sh
-# (acks=1, linger.ms=5, librdkafka's defaults otherwise: batch.num.messages=10000,
-# queue.buffering.max.messages=100000, queue.buffering.max.kbytes=1048576,
-# max.in.flight.requests.per.connection=1000000) and Java's partitioner (murmur2 of the key), so
-# that both clients put each key on the same partition. BENCH_KCAT_SETTINGS replaces them.
-read -r -a KCAT_SETTINGS <<< "${BENCH_KCAT_SETTINGS:--X acks=1 -X linger.ms=5 -X partitioner=murmur2_random}"
-# silt's own client: acks=1 (which turns idempotence off, as in Kafka's producer) and its
-# defaults otherwise (--batch-size 256 KiB, --linger-ms 5).
-SILT_SETTINGS=(--acks 1 -K :)
+# kcat producer settings, the same for every partition count: acks=1, linger.ms=BENCH_LINGER_MS
+# (5 by default, Kafka 4.0's producer default), librdkafka's defaults otherwise
+# (batch.num.messages=10000, batch.size=1000000, queue.buffering.max.messages=100000,
+# queue.buffering.max.kbytes=1048576, max.in.flight.requests.per.connection=1000000), and Java's
+# partitioner (murmur2 of the key), so that both clients put each key on the same partition.
+# BENCH_KCAT_SETTINGS replaces them. Tried at 1, 16 and 1,024 partitions (librdkafka 2.0.2, a
+# loaded 2-core machine): linger.ms 5, 20, 50, 100, 200 and 1000, queue.buffering.max.messages
+# 1000000, batch.num.messages 1000000 with batch.size 100000000 -- none moved kcat's figures
+# beyond the run-to-run noise (about +-25%): at 1,024 partitions kcat stays at 0.47-0.61M
+# records/s with 1.3-1.9 s of its own CPU (0.5 s at 1 partition, half of it in its broker
+# thread), so its own CPU per partition is its limit, not its batching. A linger of 1000 ms
+# makes a 16-partition run last 9 s.
+read -r -a KCAT_SETTINGS <<< "${BENCH_KCAT_SETTINGS:--X acks=1 -X linger.ms=$LINGER -X partitioner=murmur2_random}"
+# silt's own client: acks=1 (which turns idempotence off, as in Kafka's producer), the same linger
+# as kcat, and its defaults otherwise (--batch-size 256 KiB). At 1,024 partitions the linger sets
+# silt's batch size (rate x linger / partitions: ~1.5-5 KB at 5 ms, ~8 KB at 100 ms), and the
+# broker's cost per partition appended follows it (0.46 s of broker CPU at 5 ms, 0.19 s at 100).
+SILT_SETTINGS=(--acks 1 --linger-ms "$LINGER" -K :)
 
 echo "generating $N keyed records (10-byte key, 90-byte value)..." >&2
 seq 1 "$N" | awk '{printf "%010d:%090d\n", $1 * 7919 % 1000000007, $1}' > "$DIR/records.txt"
@@ -98,7 +120,7 @@ produce() {
 # ever gets (the broker's first append to a partition included), then "warm", the same again.
 declare -A RATE BCPU CCPU LOAD
 for parts in $COUNTS; do
-  for client in silt kcat; do
+  for client in $CLIENTS; do
     for r in $(seq "$RUNS"); do
       topic="$client-$parts-$r"
       "$SILT" topic create -b "$B" "$topic" --partitions "$parts" >/dev/null
@@ -128,7 +150,7 @@ echo "silt produce settings: ${SILT_SETTINGS[*]} (defaults otherwise)"
 echo "kcat producer settings: ${KCAT_SETTINGS[*]} (librdkafka defaults otherwise)"
 echo "cold: a fresh topic (each partition's first append included); warm: the same records again"
 printf "%-6s %-5s %10s %12s %7s %10s %10s  %s\n" client phase partitions records/s ratio broker-cpu client-cpu load
-for client in silt kcat; do
+for client in $CLIENTS; do
   for phase in warm cold; do
     for parts in $COUNTS; do
       k=$client,$phase,$parts
@@ -138,7 +160,7 @@ for client in silt kcat; do
     done
   done
 done
-for client in silt kcat; do
+for client in $CLIENTS; do
   for phase in warm cold; do
     echo "$client $phase: $last partitions / $first: $(calc "round(${RATE[$client,$phase,$last]} / ${RATE[$client,$phase,$first]}, 2)")x   (goal >= 0.6x)"
   done
@@ -149,7 +171,9 @@ done
 # leader's ready partitions in one: bench/produce_request_bench replays the same 100-record
 # batches in requests of 1 to 1,024 partitions against the broker alone.
 REQ_BENCH=${PRODUCE_REQUEST_BENCH:-$BIN_DIR/bench/produce_request_bench}
-if [ -x "$REQ_BENCH" ]; then
+if [ "$REQ_BENCH" = none ]; then
+  :
+elif [ -x "$REQ_BENCH" ]; then
   "$SILT" topic create -b "$B" requests --partitions "$last" >/dev/null
   # Every partition's first append, outside the figures.
   "$REQ_BENCH" -b "$B" -t requests --partitions-per-request "$last" --records-per-batch 1 --requests 1 >/dev/null

@@ -51,14 +51,20 @@ class Connection {
   // joins the FIFO read by Receive(). Returns the correlation id. IOError on a broken socket.
   template <class Req>
   Result<int32_t> Send(const Req& req, int16_t version, bool expect_response = true) {
-    std::string frame;
+    // The frame is built in a buffer kept between requests: a Produce request may be megabytes,
+    // and a fresh allocation of that size costs page faults on every request.
+    std::string& frame = send_buffer_;
+    frame.clear();
     protocol::RequestHeader h;
     h.request_api_key = static_cast<int16_t>(Req::kApiKey);
     h.request_api_version = version;
     h.correlation_id = next_correlation_id_++;
     h.client_id = client_id_;
     protocol::AppendRequestFrame(h, req, &frame);
-    SILT_TRY(SendFrame(frame, h, expect_response));
+    Status st = SendFrame(frame, h, expect_response);
+    // A buffer grown far past the usual request is given back rather than kept.
+    if (frame.capacity() > kMaxKeptSendBuffer) std::string().swap(frame);
+    SILT_TRY(st);
     return h.correlation_id;
   }
 
@@ -107,8 +113,10 @@ class Connection {
   Status Handshake();
   Status Broken(const std::string& what);
 
+  static constexpr size_t kMaxKeptSendBuffer = 16 << 20;
   HostPort hp_;
   std::string client_id_;
+  std::string send_buffer_;  // the last request's frame; its capacity is reused
   int fd_;
   int timeout_ms_;
   int32_t next_correlation_id_ = 1;

@@ -2,6 +2,9 @@
 #include "client/net_producer.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "base/clock.h"
@@ -44,7 +47,43 @@ void Restamp(std::string* batch, int32_t base_sequence) {
   EncodeBE32(p + format::kCrcOffset, crc);
 }
 
+// SILT_PRODUCE_TRACE=1 in the environment: one line on stderr per Produce request sent and per
+// answer read, with a microsecond clock, for finding where a producer waits.
+bool Tracing() {
+  static const bool on = [] {
+    const char* v = std::getenv("SILT_PRODUCE_TRACE");
+    return v != nullptr && *v != '\0' && *v != '0';
+  }();
+  return on;
+}
+
+int64_t TraceUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
+
+std::vector<const protocol::ProduceResponse::PartitionResponse*> MatchProduceAnswers(
+    const std::vector<int32_t>& partitions,
+    const std::vector<const protocol::ProduceResponse::PartitionResponse*>& answers) {
+  std::vector<const protocol::ProduceResponse::PartitionResponse*> out(partitions.size(), nullptr);
+  // Brokers answer in the request's order, so the i-th answer is normally the i-th partition's;
+  // only an answer out of place costs a lookup.
+  std::map<int32_t, const protocol::ProduceResponse::PartitionResponse*> by_index;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    if (i < answers.size() && answers[i]->index == partitions[i]) {
+      out[i] = answers[i];
+      continue;
+    }
+    if (by_index.empty())
+      for (const auto* a : answers) by_index.emplace(a->index, a);
+    auto found = by_index.find(partitions[i]);
+    if (found != by_index.end()) out[i] = found->second;
+  }
+  return out;
+}
 
 struct NetProducer::Batch {
   enum class State { kQueued, kInFlight, kDone };
@@ -82,6 +121,7 @@ struct NetProducer::Part {
 struct NetProducer::InFlight {
   std::vector<std::pair<Part*, Batch*>> batches;
   int16_t version = 0;
+  int64_t sent_us = 0;  // for the trace
 };
 
 NetProducer::NetProducer(Cluster* cluster, std::string topic, const NetProducerOptions& options)
@@ -185,7 +225,7 @@ Status NetProducer::Send(std::optional<std::string_view> key, std::optional<std:
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
-  return Poll();
+  return PollSome(false);
 }
 
 void NetProducer::MarkPending(Part& p) {
@@ -223,7 +263,9 @@ void NetProducer::Finish(Batch* b) {
   --outstanding_;
 }
 
-Status NetProducer::Poll() {
+Status NetProducer::Poll() { return PollSome(true); }
+
+Status NetProducer::PollSome(bool check_clock) {
   // Looking for answers costs a system call: every few records is often enough.
   if (requests_in_flight_ > 0 && ++polls_since_read_ >= kPollsPerRead) {
     polls_since_read_ = 0;
@@ -233,7 +275,12 @@ Status NetProducer::Poll() {
       if (requests_in_flight_ == 0 || requests_in_flight_ == before) break;
     }
   }
-  if (kick_ || need_metadata_ || MonotonicMs() >= next_wake_ms_) SILT_TRY(SendReady(false));
+  // Reading the clock for every record is a measurable part of its cost: Send() looks at it for
+  // every few records only.
+  if (!check_clock && ++polls_since_clock_ >= kPollsPerRead) check_clock = true;
+  if (check_clock) polls_since_clock_ = 0;
+  if (kick_ || need_metadata_ || (check_clock && MonotonicMs() >= next_wake_ms_))
+    SILT_TRY(SendReady(false));
   return Status::OK();
 }
 
@@ -355,6 +402,11 @@ Status NetProducer::SendReady(bool all) {
         for (auto& [p, b] : f->batches) {
           b->state = Batch::State::kInFlight;
           ++p->in_flight;
+        }
+        if (Tracing()) {
+          f->sent_us = TraceUs();
+          std::fprintf(stderr, "produce-trace sent us=%lld in_flight=%zu partitions=%zu bytes=%zu\n",
+                       static_cast<long long>(f->sent_us), queue.size(), end - next, bytes);
         }
         queue.push_back(std::move(f));
         ++requests_in_flight_;
@@ -480,6 +532,12 @@ Status NetProducer::ReadAnswers(int wait_ms) {
     Status st = c->Receive(&id, &body, c->timeout_ms());
     std::unique_ptr<InFlight> f = std::move(queue.front());
     queue.pop_front();
+    if (Tracing()) {
+      const int64_t t = TraceUs();
+      std::fprintf(stderr, "produce-trace answered us=%lld latency_us=%lld partitions=%zu\n",
+                   static_cast<long long>(t), static_cast<long long>(t - f->sent_us),
+                   f->batches.size());
+    }
     --requests_in_flight_;
     kick_ = true;  // the answered partitions may send again
     protocol::ProduceResponse resp;
@@ -495,19 +553,25 @@ Status NetProducer::ReadAnswers(int wait_ms) {
       LoseConnection(c, st);
       continue;
     }
-    // The answer's partitions by index, so that matching costs one pass over each side.
-    std::map<int32_t, const protocol::ProduceResponse::PartitionResponse*> answered;
+    std::vector<const protocol::ProduceResponse::PartitionResponse*> answers;
+    answers.reserve(f->batches.size());
     for (const auto& t : resp.responses) {
       if (t.name != topic_) continue;
-      for (const auto& pr : t.partition_responses) answered[pr.index] = &pr;
+      for (const auto& pr : t.partition_responses) answers.push_back(&pr);
     }
-    for (auto& [p, b] : f->batches) {
-      auto a = answered.find(p->id);
-      if (a == answered.end()) {
+    std::vector<int32_t> ids;
+    ids.reserve(f->batches.size());
+    for (const auto& [p, b] : f->batches) ids.push_back(p->id);
+    std::vector<const protocol::ProduceResponse::PartitionResponse*> matched =
+        MatchProduceAnswers(ids, answers);
+    for (size_t i = 0; i < f->batches.size(); ++i) {
+      auto [p, b] = f->batches[i];
+      const protocol::ProduceResponse::PartitionResponse* a = matched[i];
+      if (a == nullptr) {
         HandleResult(*p, b, static_cast<int16_t>(ErrorCode::NETWORK_EXCEPTION),
                      std::string("no answer for this partition"));
       } else {
-        HandleResult(*p, b, a->second->error_code, a->second->error_message);
+        HandleResult(*p, b, a->error_code, a->error_message);
       }
     }
     ++it;

@@ -36,6 +36,7 @@
 #include "client/partitioner.h"
 #include "format/layout.h"
 #include "format/record_batch.h"
+#include "protocol/messages.h"
 
 namespace silt::client {
 
@@ -53,6 +54,13 @@ struct NetProducerOptions {
   size_t max_buffered_bytes = 32 << 20;
   uint64_t seed = 0;
 };
+
+// For each of `partitions` (a Produce request's, in its order), the answer in `answers` whose
+// index is that partition's, or nullptr when there is none. Linear when the answers come in the
+// request's order, as brokers send them; any order is accepted.
+std::vector<const protocol::ProduceResponse::PartitionResponse*> MatchProduceAnswers(
+    const std::vector<int32_t>& partitions,
+    const std::vector<const protocol::ProduceResponse::PartitionResponse*>& answers);
 
 class NetProducer final : public Producer {
  public:
@@ -91,6 +99,8 @@ class NetProducer final : public Producer {
   struct InFlight;
   NetProducer(Cluster* cluster, std::string topic, const NetProducerOptions& options);
   Status InitProducerId();
+  // Poll(); `check_clock` false (from Send) reads the clock only every kPollsPerRead calls.
+  Status PollSome(bool check_clock);
   Status CloseBatch(Part& p);
   // Sends what is ready; `all` ignores linger.
   Status SendReady(bool all);
@@ -126,6 +136,7 @@ class NetProducer final : public Producer {
   int64_t next_wake_ms_ = 0;    // when SendReady() next has something to do without a kick
   static constexpr int kPollsPerRead = 8;
   int polls_since_read_ = 0;    // Poll() calls since it last looked for answers
+  int polls_since_clock_ = 0;   // Send()s since Poll() last read the clock
   bool need_metadata_ = false;
   int64_t records_acked_ = 0;
   int64_t records_failed_ = 0;

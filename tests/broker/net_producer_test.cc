@@ -11,6 +11,7 @@
 #include "client/net_producer.h"
 #include "format/layout.h"
 #include "format/record_batch.h"
+#include "protocol/messages.h"
 
 namespace silt::client {
 namespace {
@@ -131,6 +132,74 @@ TEST_CASE("keyed records over 64 partitions each arrive once, in the order sent 
     }
   }
   CHECK(total == 2 * 60000);
+}
+
+TEST_CASE("Produce answers are matched to their partitions in the request's order or any other") {
+  using PR = protocol::ProduceResponse::PartitionResponse;
+  std::vector<PR> prs(4);
+  for (int i = 0; i < 4; ++i) {
+    prs[i].index = 10 + i;
+    prs[i].error_code = static_cast<int16_t>(i);
+  }
+  std::vector<const PR*> in_order = {&prs[0], &prs[1], &prs[2], &prs[3]};
+  auto m = MatchProduceAnswers({10, 11, 12, 13}, in_order);
+  REQUIRE(m.size() == 4);
+  for (int i = 0; i < 4; ++i) CHECK(m[i] == &prs[i]);
+
+  // Reversed, with one partition unanswered and one answer for a partition not asked.
+  PR stray;
+  stray.index = 99;
+  std::vector<const PR*> shuffled = {&stray, &prs[3], &prs[1], &prs[0]};
+  m = MatchProduceAnswers({10, 11, 12, 13}, shuffled);
+  REQUIRE(m.size() == 4);
+  CHECK(m[0] == &prs[0]);
+  CHECK(m[1] == &prs[1]);
+  CHECK(m[2] == nullptr);
+  CHECK(m[3] == &prs[3]);
+
+  CHECK(MatchProduceAnswers({10}, {}) == std::vector<const PR*>{nullptr});
+}
+
+TEST_CASE("a connection frames a small request correctly after a large one") {
+  // The request buffer is kept between requests: what the first left in it must not leak into
+  // the second.
+  TestBroker b;
+  auto cluster = ConnectTo(b);
+  REQUIRE(CreateTopic(cluster.get(), {"frames", 2, -1, {}}).ok());
+  auto conn = cluster->Node(0);
+  REQUIRE_MESSAGE(conn.ok(), conn.status().ToString());
+  auto version = (*conn)->RequireVersion(protocol::ApiKey::kProduce);
+  REQUIRE(version.ok());
+  auto batch_of = [](const std::string& value) {
+    format::RecordBatchBuilder builder(format::RecordBatchBuilder::Options{});
+    builder.Add(std::nullopt, value, -1, {});
+    auto bytes = builder.Finish();
+    REQUIRE(bytes.ok());
+    return *bytes;
+  };
+  const std::string big = batch_of(std::string(300000, 'x'));
+  const std::string small = batch_of("y");
+  for (const std::string* batch : {&big, &small}) {
+    protocol::ProduceRequest req;
+    req.acks = 1;
+    req.timeout_ms = 30000;
+    req.topic_data.push_back({"frames", {}});
+    protocol::ProduceRequest::PartitionData pd;
+    pd.index = batch == &big ? 0 : 1;
+    pd.records.bytes = std::string_view(*batch);
+    req.topic_data[0].partition_data.push_back(pd);
+    protocol::ProduceResponse resp;
+    REQUIRE((*conn)->Call(req, &resp, *version).ok());
+    REQUIRE(resp.responses.size() == 1);
+    REQUIRE(resp.responses[0].partition_responses.size() == 1);
+    CHECK(resp.responses[0].partition_responses[0].error_code == 0);
+  }
+  PartitionContents c0 = ReadPartition(b.data_dir, "frames", 0);
+  PartitionContents c1 = ReadPartition(b.data_dir, "frames", 1);
+  REQUIRE(c0.values.size() == 1);
+  CHECK(c0.values[0] == std::string(300000, 'x'));
+  REQUIRE(c1.values.size() == 1);
+  CHECK(c1.values[0] == "y");
 }
 
 }  // namespace silt::client
