@@ -85,11 +85,9 @@ void Server::Impl::Accept() {
       LogWarn("accept: " + ec.message());
       auto timer = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(100));
       timer->async_wait([this, timer](const asio::error_code& e) {
-        if (!e) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (!accepting) return;
-        }
-        if (!e) Accept();
+        if (e) return;
+        std::lock_guard<std::mutex> lock(mu);
+        if (accepting) Accept();
       });
       return;
     }
@@ -114,7 +112,9 @@ void Server::Impl::Accept() {
       LogDebug("connection from " + conn->peer());
       conn->Start();
     }
-    Accept();
+    // The acceptor is touched only under mu: Shutdown closes it from another thread.
+    std::lock_guard<std::mutex> lock(mu);
+    if (accepting) Accept();
   });
 }
 
@@ -202,6 +202,7 @@ Status Server::Shutdown() {
   if (s.maintenance.joinable()) s.maintenance.join();
   LogInfo("shutting down: " + std::to_string(conns.size()) + " connection(s) open");
   asio::post(s.io, [&s] {
+    std::lock_guard<std::mutex> lock(s.mu);
     asio::error_code ec;
     s.acceptor.close(ec);
   });
