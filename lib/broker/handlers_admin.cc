@@ -98,7 +98,10 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
         fail(ErrorCode::TOPIC_ALREADY_EXISTS, "topic '" + t.name + "' already exists");
       } else if (!request.validate_only) {
         auto created = ctx.metadata.CreateTopic(t.name, partitions, configs);
-        if (!created.ok()) {
+        if (created.ok()) {
+          LogInfo("created topic " + t.name + " with " + std::to_string(created->partition_count) +
+                  " partition(s)");
+        } else {
           const Status& s = created.status();
           ErrorCode c = s.code() == Status::Code::kAlreadyExists ? ErrorCode::TOPIC_ALREADY_EXISTS
                         : s.code() == Status::Code::kInvalidArgument ? ErrorCode::INVALID_CONFIG

@@ -84,8 +84,8 @@ Result<TopicMetadata> LocalMetadataStore::CreateTopic(
     const std::string& name, int32_t partitions, const std::map<std::string, std::string>& configs) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!dir_) return Status::InvalidArgument("the broker is closed");
+  // Logged by the caller, which knows why (a CreateTopics request, an auto-creation).
   SILT_ASSIGN_OR_RETURN(storage::TopicInfo t, dir_->CreateTopic(name, NewTopicId(), partitions, configs));
-  LogInfo("created topic " + name + " with " + std::to_string(t.partitions) + " partition(s)");
   return Describe(t, local_);
 }
 

@@ -2,6 +2,7 @@
 #include "broker/offset_store.h"
 
 #include "base/clock.h"
+#include "broker/logging.h"
 #include "broker/metadata_store.h"
 #include "broker/partition.h"
 #include "broker/partition_manager.h"
@@ -70,6 +71,8 @@ class ConsumerOffsetsTopic::Partitions : public offsets::OffsetsPartitions {
     int32_t n;
     if (created.ok()) {
       n = created->partition_count;
+      LogInfo("created topic " + std::string(protocol::kConsumerOffsetsTopic) + " with " +
+              std::to_string(n) + " partition(s)");
     } else if (created.status().code() == Status::Code::kAlreadyExists) {
       // Created meanwhile by another thread.
       SILT_ASSIGN_OR_RETURN(n, PartitionCount());
