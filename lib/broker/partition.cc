@@ -104,16 +104,6 @@ storage::LogConfig Partition::config() const {
   return log_ ? log_->config() : storage::LogConfig{};
 }
 
-void Partition::UpdateConfig(const storage::LogConfig& config) {
-  std::shared_lock<std::shared_mutex> life(life_mu_);
-  if (log_) log_->UpdateConfig(config);
-}
-
-size_t Partition::producer_count() const {
-  std::lock_guard<std::mutex> lock(produce_mu_);
-  return producers_.size();
-}
-
 Status Partition::RebuildProducerStateLocked() {
   // The newest good snapshot at or below the log end, then the batch headers after it: the
   // table is exactly what the log says.
@@ -185,7 +175,6 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
           out.last_offset = Offset(original.last_offset);
           out.log_append_time = original.append_time;
           out.log_start_offset = log_->log_start_offset();
-          out.duplicate = true;
           return out;
         case SequenceCheck::kOutOfOrder:
           return fail(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -423,11 +412,6 @@ Status Partition::ForEachBatch(Offset upper_bound,
 }
 
 // ---- replication seam -------------------------------------------------------------------
-
-std::vector<NodeId> Partition::isr() const {
-  std::lock_guard<std::mutex> lock(hw_mu_);
-  return isr_;
-}
 
 void Partition::SetIsr(std::vector<NodeId> isr) {
   bool moved;

@@ -72,7 +72,6 @@ struct ProduceAppend {
   Offset last_offset = kInvalidOffset;
   int64_t log_append_time = -1;       // LogAppendTime topics; -1 for CreateTime
   Offset log_start_offset = kInvalidOffset;
-  bool duplicate = false;             // an idempotent retry answered from producer state
 };
 
 // The offsets a fetch response carries, and the record bytes of one read.
@@ -113,7 +112,6 @@ class Partition {
   LeaderEpoch leader_epoch() const;
   // The topic config in force for this partition (a copy).
   storage::LogConfig config() const;
-  void UpdateConfig(const storage::LogConfig& config);
   // False once the partition is deleted or closed: every call then answers
   // UNKNOWN_TOPIC_OR_PARTITION (or NotFound).
   bool alive() const;
@@ -150,8 +148,7 @@ class Partition {
                       const std::function<Status(std::string_view batch)>& fn) const;
 
   // ---- replication seam ----
-  // The in-sync replicas (always including the local node while it leads).
-  std::vector<NodeId> isr() const;
+  // Sets the in-sync replicas (always including the local node while it leads).
   void SetIsr(std::vector<NodeId> isr);
   // A follower's log end, as its fetches report it; may move the high watermark.
   void RecordFollowerLogEnd(NodeId follower, Offset log_end);
@@ -165,8 +162,6 @@ class Partition {
   // Marks the partition gone (topic deleted, broker closing): waits for calls that are using
   // the log, lets go of it (its owner, the data dir, closes it) and wakes every watcher.
   void Shutdown();
-  // The producer state (tests, snapshots).
-  size_t producer_count() const;
   // Writes a producer-state snapshot at the log end (clean shutdown), so that the next start
   // replays nothing.
   Status WriteProducerSnapshot();
