@@ -9,7 +9,7 @@ PartitionManager::~PartitionManager() { ShutdownAll(); }
 
 Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topic,
                                                          PartitionId partition) {
-  Key key{topic, partition.value()};
+  KeyView key{topic, partition.value()};
   std::shared_ptr<Slot> slot;
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
@@ -24,9 +24,11 @@ Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topi
   if (!slot) {
     std::unique_lock<std::shared_mutex> lock(mu_);
     if (closed_) return Status::InvalidArgument("the broker is shutting down");
-    auto& s = slots_[key];
-    if (!s) s = std::make_shared<Slot>();
-    slot = s;
+    auto it = slots_.find(key);
+    if (it == slots_.end()) {
+      it = slots_.emplace(Key{topic, partition.value()}, std::make_shared<Slot>()).first;
+    }
+    slot = it->second;
   }
   std::lock_guard<std::mutex> open(slot->open_mu);
   if (slot->partition && slot->partition->alive()) return slot->partition;
@@ -99,7 +101,7 @@ void PartitionManager::WakeAll() {
 }
 
 void PartitionManager::ShutdownAll() {
-  std::unordered_map<Key, std::shared_ptr<Slot>, KeyHash> slots;
+  std::unordered_map<Key, std::shared_ptr<Slot>, KeyHash, KeyEq> slots;
   {
     std::unique_lock<std::shared_mutex> lock(mu_);
     closed_ = true;

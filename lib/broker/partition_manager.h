@@ -9,6 +9,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -50,18 +51,34 @@ class PartitionManager {
   struct Key {
     std::string topic;
     int32_t partition;
-    bool operator==(const Key&) const = default;
+  };
+  // Looked up by (string_view, partition): the request path copies no topic name.
+  struct KeyView {
+    std::string_view topic;
+    int32_t partition;
   };
   struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return std::hash<std::string>()(k.topic) * 31 + std::hash<int32_t>()(k.partition);
+    using is_transparent = void;
+    size_t operator()(const KeyView& k) const {
+      return std::hash<std::string_view>()(k.topic) * 31 + std::hash<int32_t>()(k.partition);
+    }
+    size_t operator()(const Key& k) const { return (*this)(KeyView{k.topic, k.partition}); }
+  };
+  struct KeyEq {
+    using is_transparent = void;
+    static KeyView View(const Key& k) { return {k.topic, k.partition}; }
+    static KeyView View(const KeyView& k) { return k; }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      KeyView x = View(a), y = View(b);
+      return x.partition == y.partition && x.topic == y.topic;
     }
   };
 
   LogProvider* logs_;
   const NodeId local_;
   mutable std::shared_mutex mu_;  // guards slots_ and closed_
-  std::unordered_map<Key, std::shared_ptr<Slot>, KeyHash> slots_;
+  std::unordered_map<Key, std::shared_ptr<Slot>, KeyHash, KeyEq> slots_;
   bool closed_ = false;
 };
 
