@@ -424,6 +424,18 @@ struct DataDir::Impl {
     return Status::OK();
   }
 
+  // The checks every new topic passes: its name, its partition count and its configs.
+  Status CheckNewTopic(const std::string& name, int32_t partitions,
+                       const std::map<std::string, std::string>& configs) const {
+    SILT_TRY(ValidateTopicName(name));
+    if (partitions < 1 || partitions > kMaxPartitions)
+      return Status::InvalidArgument("partitions must be in [1, " +
+                                     std::to_string(kMaxPartitions) + "], got " +
+                                     std::to_string(partitions));
+    LogConfig check = options.defaults;
+    return check.Apply(configs);
+  }
+
   void ReleaseLock() {
     if (lock_fd >= 0) {
       ::close(lock_fd);  // releases the flock
@@ -527,17 +539,11 @@ Result<TopicInfo> DataDir::CreateTopic(const std::string& name, const Uuid& topi
                                        const std::map<std::string, std::string>& configs) {
   Impl& im = *impl_;
   SILT_TRY(im.CheckWritable());
-  SILT_TRY(ValidateTopicName(name));
   if (topic_id.is_reserved())
     return Status::InvalidArgument("topic id " + topic_id.ToString() +
                                    " is reserved and cannot name a topic");
   if (partitions == -1) partitions = im.options.default_partitions;
-  if (partitions < 1 || partitions > kMaxPartitions)
-    return Status::InvalidArgument("partitions must be in [1, " +
-                                   std::to_string(kMaxPartitions) + "], got " +
-                                   std::to_string(partitions));
-  LogConfig check = im.options.defaults;
-  SILT_TRY(check.Apply(configs));
+  SILT_TRY(im.CheckNewTopic(name, partitions, configs));
   std::lock_guard l(im.mu);
   if (im.topics.count(name)) return Status::AlreadyExists("topic '" + name + "' already exists");
   // Kafka refuses names that differ only in '.' versus '_' (they collide in metric names).
@@ -731,13 +737,7 @@ Result<TopicInfo> DataDir::CreateSharedTopic(const std::string& name, const Uuid
                                              const std::map<std::string, std::string>& configs) {
   Impl& im = *impl_;
   if (im.closed) return Status::InvalidArgument(im.path + " is closed");
-  SILT_TRY(ValidateTopicName(name));
-  if (partitions < 1 || partitions > kMaxPartitions)
-    return Status::InvalidArgument("partitions must be in [1, " +
-                                   std::to_string(kMaxPartitions) + "], got " +
-                                   std::to_string(partitions));
-  LogConfig check = im.options.defaults;
-  SILT_TRY(check.Apply(configs));
+  SILT_TRY(im.CheckNewTopic(name, partitions, configs));
   Impl fresh;
   fresh.path = im.path;
   SILT_TRY(fresh.LoadTopics());
