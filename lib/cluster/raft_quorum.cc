@@ -1,10 +1,15 @@
 // RaftQuorum (raft_quorum.h): libraft 0.15 on a libuv loop thread.
 //
-// Log entry payload (RAFT_COMMAND), version 1:
-//   Entry => version request_id command
-//     version     int8   1
-//     request_id  [16]   the proposer's RequestId (all zero: no dedup)
-//     command     bytes  the rest: what StateMachine::Apply receives
+// Log entry payload (RAFT_COMMAND), version 1. libraft 0.15's segment files need every entry's
+// length to be a multiple of 8 (its writer asserts it, its reader assumes it), so the command is
+// padded and its own length recorded:
+//   Entry => version reserved command_length request_id command padding
+//     version         int8   1
+//     reserved        [3]    zero
+//     command_length  int32
+//     request_id      [16]   the proposer's RequestId (all zero: no dedup)
+//     command         bytes  command_length bytes: what StateMachine::Apply receives
+//     padding         [0-7]  zero, up to a multiple of 8
 //
 // Snapshot, version 1 (the whole replicated state: the dedup window and the state machine):
 //   Snapshot => version window_count [window_entry] state
@@ -21,6 +26,9 @@ extern "C" {
 #include <raft/uv.h>
 }
 
+
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -52,7 +60,8 @@ namespace {
 
 constexpr int8_t kEntryVersion = 1;
 constexpr int8_t kSnapshotVersion = 1;
-constexpr size_t kEntryHeaderSize = 1 + 16;
+constexpr size_t kEntryHeaderSize = 1 + 3 + 4 + 16;
+static_assert(kEntryHeaderSize % 8 == 0);
 
 struct UuidHash {
   size_t operator()(const Uuid& u) const {
@@ -126,8 +135,10 @@ struct RaftQuorum::Impl {
   void ApplyEntry(std::string_view payload) {
     ByteReader rd(payload);
     int8_t version = 0;
-    std::string_view idb;
-    if (!rd.I8(&version) || version != kEntryVersion || !rd.Bytes(16, &idb)) {
+    uint32_t len = 0;
+    std::string_view idb, command;
+    if (!rd.I8(&version) || version != kEntryVersion || !rd.Skip(3) || !rd.U32(&len) ||
+        !rd.Bytes(16, &idb) || !rd.Bytes(len, &command)) {
       // An entry this build cannot read: applied as a no-op on every node alike.
       last_result.clear();
       return;
@@ -142,7 +153,7 @@ struct RaftQuorum::Impl {
         return;
       }
     }
-    last_result = opts.state_machine->Apply(rd.rest());
+    last_result = opts.state_machine->Apply(command);
     if (!id.is_zero()) Remember(id, last_result);
   }
 
@@ -274,11 +285,12 @@ struct RaftQuorum::Impl {
       return;
     }
     raft_buffer buf;
-    buf.len = kEntryHeaderSize + p.command.size();
-    buf.base = raft_malloc(buf.len);
+    buf.len = (kEntryHeaderSize + p.command.size() + 7) / 8 * 8;
+    buf.base = raft_calloc(1, buf.len);
     auto* base = static_cast<char*>(buf.base);
     base[0] = static_cast<char>(kEntryVersion);
-    std::memcpy(base + 1, p.id.bytes().data(), 16);
+    EncodeBE32(base + 4, static_cast<uint32_t>(p.command.size()));
+    std::memcpy(base + 8, p.id.bytes().data(), 16);
     std::memcpy(base + kEntryHeaderSize, p.command.data(), p.command.size());
     auto* a = new ApplyReq;
     a->self = this;
@@ -390,6 +402,12 @@ struct RaftQuorum::Impl {
 
   // Runs on the loop thread: sets everything up, reports through `started`, then runs the loop.
   void Run(std::promise<Status>* started) {
+    // A write to a peer that went away must fail with EPIPE, not kill the process: SIGPIPE
+    // stays blocked on this thread (it is the only one writing to peer sockets).
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
     Status s = Setup();
     bool ok = s.ok();
     started->set_value(std::move(s));
