@@ -188,6 +188,11 @@ class TestCluster {
     return Status::OK();
   }
   void StopNode(int i) { nodes_[i].reset(); }
+  // Gives every voter a new port in the static list (all nodes must be stopped): the Raft
+  // configuration stored in their directories keeps the old addresses.
+  void MovePorts() {
+    for (auto& v : voters_) v.port = FreePort();
+  }
 
   RaftQuorum* node(int i) { return nodes_[i].get(); }
   RecordingStateMachine& sm(int i) { return *sms_[i]; }
