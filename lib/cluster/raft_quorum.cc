@@ -350,19 +350,52 @@ struct RaftQuorum::Impl {
       ready.store(false);
       Notify(false, lost);
     }
-    if (leading && !stopping_loop && barrier_term != r.current_term) {
-      // A new leader acts only after an entry of its own term commits: that commits every
-      // earlier entry by the Raft rules and makes its state complete (README.md).
-      auto* b = new BarrierReq;
-      b->self = this;
-      b->term = r.current_term;
-      b->req.data = b;
-      if (raft_barrier(&r, &b->req, BarrierDone) == 0) {
-        barrier_term = r.current_term;
-      } else {
-        delete b;
-      }
+    MaybeBarrier();
+  }
+
+  // A new leader acts only after an entry of its own term commits: that commits every earlier
+  // entry by the Raft rules and makes its state complete (README.md). Called right after each
+  // tick and message libraft handles (the only places it wins an election), so the barrier is
+  // in the log before the new leader sends any entry: entries of earlier terms then travel with
+  // it, and libraft 0.15 never gets to commit them alone by counting replicas.
+  void MaybeBarrier() {
+    if (!raft_started || stopping_loop || raft_state(&r) != RAFT_LEADER ||
+        barrier_term == r.current_term) {
+      return;
     }
+    auto* b = new BarrierReq;
+    b->self = this;
+    b->term = r.current_term;
+    b->req.data = b;
+    if (raft_barrier(&r, &b->req, BarrierDone) == 0) {
+      barrier_term = r.current_term;
+    } else {
+      delete b;
+    }
+  }
+
+  // libraft hands its tick and receive callbacks to the I/O layer in io->start; these wrap
+  // them so MaybeBarrier runs the moment an election is won.
+  raft_io_tick_cb raft_tick = nullptr;
+  raft_io_recv_cb raft_recv = nullptr;
+  int (*uv_start)(raft_io*, unsigned, raft_io_tick_cb, raft_io_recv_cb) = nullptr;
+
+  static Impl* FromIo(raft_io* io) { return static_cast<Impl*>(static_cast<raft*>(io->data)->data); }
+  static void TickThenBarrier(raft_io* io) {
+    Impl* self = FromIo(io);
+    self->raft_tick(io);
+    self->MaybeBarrier();
+  }
+  static void RecvThenBarrier(raft_io* io, raft_message* m) {
+    Impl* self = FromIo(io);
+    self->raft_recv(io, m);
+    self->MaybeBarrier();
+  }
+  static int StartWrapped(raft_io* io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv) {
+    Impl* self = FromIo(io);
+    self->raft_tick = tick;
+    self->raft_recv = recv;
+    return self->uv_start(io, msecs, TickThenBarrier, RecvThenBarrier);
   }
 
   static void OnPoll(uv_timer_t* t) { static_cast<Impl*>(t->data)->Refresh(); }
@@ -477,6 +510,8 @@ struct RaftQuorum::Impl {
     raft_uv_set_segment_size(&io, 1 << 20);
     raft_uv_set_snapshot_compression(&io, false);
     raft_uv_set_connect_retry_delay(&io, opts.connect_retry_delay_ms);
+    uv_start = io.start;
+    io.start = StartWrapped;
 
     fsm.version = 1;
     fsm.data = this;
