@@ -529,6 +529,7 @@ struct RaftQuorum::Impl {
     r.data = this;
     raft_set_election_timeout(&r, opts.election_timeout_ms);
     raft_set_heartbeat_timeout(&r, opts.heartbeat_timeout_ms);
+    raft_set_install_snapshot_timeout(&r, opts.install_snapshot_timeout_ms);
     raft_set_snapshot_threshold(&r, opts.snapshot_threshold);
     raft_set_snapshot_trailing(&r, opts.snapshot_trailing);
     raft_set_pre_vote(&r, true);

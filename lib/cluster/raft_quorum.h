@@ -42,6 +42,10 @@ struct RaftQuorumOptions {
   unsigned snapshot_threshold = 1024;  // entries after the last snapshot before a new one
   unsigned snapshot_trailing = 128;    // entries kept in the log behind a snapshot
   unsigned connect_retry_delay_ms = 250;
+  // A snapshot sent to a follower and not acknowledged by then is sent again. libraft 0.15 drops
+  // an InstallSnapshot that arrives while the follower still installs an earlier one, without an
+  // answer, so this bounds how long such a follower stays behind (libraft's default is 30 s).
+  unsigned install_snapshot_timeout_ms = 5000;
   unsigned handshake_timeout_ms = 5000;  // an accepted connection must send its preamble by then
   size_t max_command_bytes = 1 << 20;
   size_t dedup_window = 8192;  // request ids remembered (part of the replicated state)

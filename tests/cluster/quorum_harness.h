@@ -181,6 +181,7 @@ class TestCluster {
     o.snapshot_threshold = threshold_;
     o.snapshot_trailing = trailing_;
     o.handshake_timeout_ms = 1000;
+    o.install_snapshot_timeout_ms = 1000;
     o.on_peer_connection = std::move(on_peer);
     auto q = RaftQuorum::Start(std::move(o));
     if (!q.ok()) return q.status();

@@ -107,7 +107,16 @@ TEST_CASE("a restarted node catches up from a snapshot and the log after it") {
   }
   Status restarted = c.StartNode(f);
   REQUIRE_MESSAGE(restarted.ok(), restarted.ToString());
-  REQUIRE(WaitUntil([&] { return c.sm(f).applied().size() == want.size(); }, 15s));
+  bool caught_up = WaitUntil([&] { return c.sm(f).applied().size() == want.size(); }, 15s);
+  std::string state;
+  for (int i = 0; i < 3; ++i) {
+    state += " node" + std::to_string(i + 1) + ": applied " +
+             std::to_string(c.sm(i).applied().size()) + " restores " +
+             std::to_string(c.sm(i).restores()) + " commit " +
+             std::to_string(c.node(i)->committed_index().value()) + " term " +
+             std::to_string(c.node(i)->term().value()) + ";";
+  }
+  REQUIRE_MESSAGE(caught_up, "restarted node" << f + 1 << state);
   CHECK(c.sm(f).applied() == want);
   // The leader's log no longer holds what the restarted node missed: it got a snapshot.
   CHECK(c.sm(f).restores() >= 1);
