@@ -320,6 +320,7 @@ struct RaftQuorum::Impl {
     if (status == 0 && !self->stopping_loop && raft_state(&self->r) == RAFT_LEADER &&
         self->r.current_term == b->term) {
       self->ready_term = b->term;
+      self->Publish();  // term and leader first: whoever sees `ready` sees this term
       self->ready.store(true);
       self->Notify(true, b->term);
     } else if (self->barrier_term == b->term) {
@@ -334,8 +335,8 @@ struct RaftQuorum::Impl {
     Post([cb = opts.on_leadership, c] { cb(c); });
   }
 
-  void Refresh() {
-    if (!raft_started) return;
+  // Publishes what the getters read. Called after every libraft event and by the poll.
+  void Publish() {
     raft_id lid = 0;
     const char* laddr = nullptr;
     raft_leader(&r, &lid, &laddr);
@@ -343,6 +344,11 @@ struct RaftQuorum::Impl {
     term.store(r.current_term);
     committed.store(r.commit_index);
     applied.store(raft_last_applied(&r));
+  }
+
+  void Refresh() {
+    if (!raft_started) return;
+    Publish();
     bool leading = raft_state(&r) == RAFT_LEADER;
     if (ready_term != 0 && (!leading || r.current_term != ready_term)) {
       raft_term lost = ready_term;
@@ -374,6 +380,12 @@ struct RaftQuorum::Impl {
     }
   }
 
+  void AfterEvent() {
+    if (!raft_started) return;
+    Publish();
+    MaybeBarrier();
+  }
+
   // libraft hands its tick and receive callbacks to the I/O layer in io->start; these wrap
   // them so MaybeBarrier runs the moment an election is won.
   raft_io_tick_cb raft_tick = nullptr;
@@ -384,12 +396,12 @@ struct RaftQuorum::Impl {
   static void TickThenBarrier(raft_io* io) {
     Impl* self = FromIo(io);
     self->raft_tick(io);
-    self->MaybeBarrier();
+    self->AfterEvent();
   }
   static void RecvThenBarrier(raft_io* io, raft_message* m) {
     Impl* self = FromIo(io);
     self->raft_recv(io, m);
-    self->MaybeBarrier();
+    self->AfterEvent();
   }
   static int StartWrapped(raft_io* io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv) {
     Impl* self = FromIo(io);
