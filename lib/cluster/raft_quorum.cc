@@ -435,14 +435,30 @@ struct RaftQuorum::Impl {
   }
 
   void BeginStop() {
-    stopping_loop = true;
-    uv_timer_stop(&poll);
+    stopping_loop = true;  // no new proposals or barriers from here on
     if (ready_term != 0) {
       ready.store(false);
       Notify(false, ready_term);
       ready_term = 0;
     }
-    raft_close(&r, OnRaftClosed);  // fires pending apply callbacks with RAFT_SHUTDOWN
+    // libraft 0.15 crashes when a leader's log write completes as cancelled after raft_close
+    // (appendLeaderCb looks up the request in leader state that closing has already cleared),
+    // and closing cancels the writes in flight. So a leader first lets its writes finish.
+    stop_deadline = uv_now(&loop) + kStopWriteWaitMs;
+    uv_timer_stop(&poll);
+    uv_timer_start(&poll, OnStopPoll, 0, 1);
+  }
+
+  static constexpr uint64_t kStopWriteWaitMs = 2000;
+  uint64_t stop_deadline = 0;
+
+  static void OnStopPoll(uv_timer_t* t) {
+    auto* self = static_cast<Impl*>(t->data);
+    raft* r = &self->r;
+    bool writing = raft_state(r) == RAFT_LEADER && r->last_stored < raft_last_index(r);
+    if (writing && uv_now(&self->loop) < self->stop_deadline) return;
+    uv_timer_stop(t);
+    raft_close(r, OnRaftClosed);  // pending proposals complete: RAFT_LEADERSHIPLOST/SHUTDOWN
   }
 
   // Runs on the loop thread: sets everything up, reports through `started`, then runs the loop.

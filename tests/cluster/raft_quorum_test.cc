@@ -4,6 +4,8 @@
 
 #include "cluster/quorum_harness.h"
 
+#include <set>
+
 using namespace silt;
 using namespace silt::cluster;
 using namespace silt::cluster::testing;
@@ -165,4 +167,43 @@ TEST_CASE("a node not in the voter list, or without a state machine, does not st
   o.node_id = NodeId(1);
   o.state_machine = nullptr;
   CHECK_FALSE(RaftQuorum::Start(o).ok());
+}
+
+TEST_CASE("proposals cut off by a stopping leader complete, and their retries apply exactly once") {
+  TestCluster c;
+  int l = c.WaitForReadyLeader();
+  REQUIRE(l >= 0);
+  constexpr int kN = 20;
+  std::vector<RequestId> ids;
+  std::vector<std::shared_ptr<std::promise<ProposeResult>>> done;
+  for (int i = 0; i < kN; ++i) {
+    ids.push_back(NewRequestId());
+    auto p = std::make_shared<std::promise<ProposeResult>>();
+    done.push_back(p);
+    c.node(l)->Propose(ids.back(), "p" + std::to_string(i),
+                       [p](ProposeResult r) { p->set_value(std::move(r)); });
+  }
+  c.StopNode(l);  // in flight: appended, maybe replicated, not all known to be committed
+  int unknown = 0;
+  for (auto& p : done) {
+    auto f = p->get_future();
+    REQUIRE(f.wait_for(5s) == std::future_status::ready);
+    ProposeResult r = f.get();
+    CHECK((r.outcome == ProposeOutcome::kApplied || r.outcome == ProposeOutcome::kOutcomeUnknown ||
+           r.outcome == ProposeOutcome::kShutdown || r.outcome == ProposeOutcome::kNotLeader));
+    if (r.outcome == ProposeOutcome::kOutcomeUnknown) ++unknown;
+  }
+  INFO("outcome unknown: " << unknown << " of " << kN);
+  // Every proposal is retried with its request id, whatever its outcome was.
+  for (int i = 0; i < kN; ++i) {
+    ProposeResult r = c.ProposeAnywhere(ids[i], "p" + std::to_string(i));
+    REQUIRE_MESSAGE(r.outcome == ProposeOutcome::kApplied, r.message);
+  }
+  int f = (l + 1) % 3;
+  REQUIRE(WaitUntil([&] { return c.sm(f).applied().size() >= kN; }, 5s));
+  std::this_thread::sleep_for(200ms);
+  auto applied = c.sm(f).applied();
+  CHECK(applied.size() == kN);
+  std::set<std::string> distinct(applied.begin(), applied.end());
+  CHECK(distinct.size() == kN);
 }
