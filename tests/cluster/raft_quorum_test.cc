@@ -207,3 +207,61 @@ TEST_CASE("proposals cut off by a stopping leader complete, and their retries ap
   std::set<std::string> distinct(applied.begin(), applied.end());
   CHECK(distinct.size() == kN);
 }
+
+TEST_CASE("a one-voter quorum leads by itself, reports it through on_leadership, and restarts") {
+  char tmpl[] = "/tmp/silt-raft-one-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  ExecutorThread exec;
+  std::vector<Voter> voters{Voter{NodeId(7), "127.0.0.1", FreePort()}};
+  auto changes = std::make_shared<std::vector<LeadershipChange>>();
+  auto mu = std::make_shared<std::mutex>();
+  auto start = [&](RecordingStateMachine* sm) {
+    RaftQuorumOptions o;
+    o.node_id = NodeId(7);
+    o.voters = voters;
+    o.raft_dir = dir + "/raft";
+    o.state_machine = sm;
+    o.executor = exec.executor();
+    o.election_timeout_ms = 300;
+    o.heartbeat_timeout_ms = 50;
+    o.on_leadership = [changes, mu](LeadershipChange c) {
+      std::lock_guard<std::mutex> lock(*mu);
+      changes->push_back(c);
+    };
+    return RaftQuorum::Start(std::move(o));
+  };
+  {
+    RecordingStateMachine sm;
+    auto q = start(&sm);
+    REQUIRE(q.ok());
+    REQUIRE(WaitUntil([&] { return (*q)->IsReadyLeader(); }, 10s));
+    CHECK((*q)->leader() == NodeId(7));
+    auto p = std::make_shared<std::promise<ProposeResult>>();
+    (*q)->Propose(NewRequestId(), "solo", [p](ProposeResult r) { p->set_value(std::move(r)); });
+    auto f = p->get_future();
+    REQUIRE(f.wait_for(10s) == std::future_status::ready);
+    CHECK(f.get().result == "#1:solo");
+    (*q)->Stop();
+  }
+  // The executor runs the changes after Stop has returned, maybe.
+  REQUIRE(WaitUntil(
+      [&] {
+        std::lock_guard<std::mutex> lock(*mu);
+        return changes->size() >= 2;
+      },
+      5s));
+  {
+    std::lock_guard<std::mutex> lock(*mu);
+    CHECK((*changes)[0].ready);
+    CHECK((*changes)[0].term.value() > 0);
+    CHECK_FALSE(changes->back().ready);  // stopping gives the role up
+  }
+  RecordingStateMachine again;
+  auto q = start(&again);
+  REQUIRE(q.ok());
+  REQUIRE(WaitUntil([&] { return (*q)->IsReadyLeader(); }, 10s));
+  CHECK(again.applied() == std::vector<std::string>{"solo"});
+  q->reset();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
