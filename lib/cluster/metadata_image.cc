@@ -67,8 +67,7 @@ Result<MetadataImage> MetadataImage::Apply(const std::vector<MetadataRecord>& re
   for (size_t i = 0; i < records.size(); ++i) {
     Status s = next.ApplyOne(records[i]);
     if (!s.ok()) {
-      return s.WithContext("record " + std::to_string(i) + " of " +
-                           std::to_string(records.size()));
+      return s.WithContext("record " + std::to_string(i) + " of " + std::to_string(records.size()));
     }
   }
   return next;
@@ -86,13 +85,15 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
   }
   if (auto* r = std::get_if<FenceBrokerRecord>(&rec)) {
     auto it = brokers_.find(r->broker_id.value());
-    if (it == brokers_.end()) return Refuse(t, "unknown broker " + std::to_string(r->broker_id.value()));
+    if (it == brokers_.end())
+      return Refuse(t, "unknown broker " + std::to_string(r->broker_id.value()));
     it->second.fenced = true;
     return Status::OK();
   }
   if (auto* r = std::get_if<UnfenceBrokerRecord>(&rec)) {
     auto it = brokers_.find(r->broker_id.value());
-    if (it == brokers_.end()) return Refuse(t, "unknown broker " + std::to_string(r->broker_id.value()));
+    if (it == brokers_.end())
+      return Refuse(t, "unknown broker " + std::to_string(r->broker_id.value()));
     it->second.fenced = false;
     return Status::OK();
   }
@@ -101,7 +102,8 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
     if (!valid.ok()) return Refuse(t, valid.message());
     if (r->topic_id.is_reserved()) return Refuse(t, "reserved topic id");
     if (topic_ids_.count(r->name)) return Refuse(t, "topic '" + r->name + "' exists");
-    if (topics_.count(r->topic_id)) return Refuse(t, "topic id " + r->topic_id.ToString() + " exists");
+    if (topics_.count(r->topic_id))
+      return Refuse(t, "topic id " + r->topic_id.ToString() + " exists");
     topics_[r->topic_id] = TopicImage{r->name, r->topic_id, {}};
     topic_ids_[r->name] = r->topic_id;
     return Status::OK();
@@ -182,8 +184,8 @@ std::vector<MetadataRecord> MetadataImage::ToRecords() const {
   for (const auto& [id, topic] : topics_) {
     out.push_back(TopicRecord{topic.name, topic.id});
     for (const auto& [p, part] : topic.partitions) {
-      out.push_back(PartitionRecord{PartitionId(p), topic.id, part.replicas, part.isr,
-                                    part.leader, part.leader_epoch, part.partition_epoch});
+      out.push_back(PartitionRecord{PartitionId(p), topic.id, part.replicas, part.isr, part.leader,
+                                    part.leader_epoch, part.partition_epoch});
     }
   }
   for (const auto& [key, m] : configs_) {
@@ -236,9 +238,8 @@ std::string MetadataStateMachine::Apply(std::string_view command) {
     // A command this build cannot read (e.g. a newer record version) is a no-op here, reported
     // to its proposer; every node on this version skips it alike.
     Status s = records.status();
-    return EncodeApplyResult(s.code() == Status::Code::kInvalidArgument
-                                 ? Status::Corruption(s.message())
-                                 : s);
+    return EncodeApplyResult(
+        s.code() == Status::Code::kInvalidArgument ? Status::Corruption(s.message()) : s);
   }
   auto current = image();
   auto next = current->Apply(*records);

@@ -68,10 +68,10 @@ const char* ProposeOutcomeName(ProposeOutcome o);
 
 struct ProposeResult {
   ProposeOutcome outcome = ProposeOutcome::kNotLeader;
-  RaftIndex index;                   // the entry's index when kApplied
-  std::string result;                // the state machine's result when kApplied
-  std::optional<NodeId> leader_hint; // the known leader when kNotLeader
-  std::string message;               // why, for anything but kApplied
+  RaftIndex index;                    // the entry's index when kApplied
+  std::string result;                 // the state machine's result when kApplied
+  std::optional<NodeId> leader_hint;  // the known leader when kNotLeader
+  std::string message;                // why, for anything but kApplied
 };
 
 using ProposeCallback = std::function<void(ProposeResult)>;

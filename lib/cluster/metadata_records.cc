@@ -148,8 +148,8 @@ bool ReadBody(ByteReader& r, RecordType type, MetadataRecord* out) {
   switch (type) {
     case RecordType::kRegisterBroker: {
       RegisterBrokerRecord x;
-      if (!GetNodeId(r, &x.broker_id) || !GetUuid(r, &x.incarnation_id) ||
-          !GetString(r, &x.host) || !r.I32(&x.port)) {
+      if (!GetNodeId(r, &x.broker_id) || !GetUuid(r, &x.incarnation_id) || !GetString(r, &x.host) ||
+          !r.I32(&x.port)) {
         return false;
       }
       *out = std::move(x);
@@ -246,24 +246,33 @@ bool KnownType(int16_t t) {
 
 RecordType TypeOf(const MetadataRecord& r) {
   static constexpr RecordType kTypes[] = {
-      RecordType::kRegisterBroker, RecordType::kTopic,       RecordType::kPartition,
+      RecordType::kRegisterBroker, RecordType::kTopic,           RecordType::kPartition,
       RecordType::kConfig,         RecordType::kPartitionChange, RecordType::kFenceBroker,
-      RecordType::kUnfenceBroker,  RecordType::kRemoveTopic, RecordType::kProducerIds};
+      RecordType::kUnfenceBroker,  RecordType::kRemoveTopic,     RecordType::kProducerIds};
   static_assert(std::size(kTypes) == std::variant_size_v<MetadataRecord>);
   return kTypes[r.index()];
 }
 
 const char* RecordTypeName(RecordType t) {
   switch (t) {
-    case RecordType::kRegisterBroker: return "RegisterBrokerRecord";
-    case RecordType::kTopic: return "TopicRecord";
-    case RecordType::kPartition: return "PartitionRecord";
-    case RecordType::kConfig: return "ConfigRecord";
-    case RecordType::kPartitionChange: return "PartitionChangeRecord";
-    case RecordType::kFenceBroker: return "FenceBrokerRecord";
-    case RecordType::kUnfenceBroker: return "UnfenceBrokerRecord";
-    case RecordType::kRemoveTopic: return "RemoveTopicRecord";
-    case RecordType::kProducerIds: return "ProducerIdsRecord";
+    case RecordType::kRegisterBroker:
+      return "RegisterBrokerRecord";
+    case RecordType::kTopic:
+      return "TopicRecord";
+    case RecordType::kPartition:
+      return "PartitionRecord";
+    case RecordType::kConfig:
+      return "ConfigRecord";
+    case RecordType::kPartitionChange:
+      return "PartitionChangeRecord";
+    case RecordType::kFenceBroker:
+      return "FenceBrokerRecord";
+    case RecordType::kUnfenceBroker:
+      return "UnfenceBrokerRecord";
+    case RecordType::kRemoveTopic:
+      return "RemoveTopicRecord";
+    case RecordType::kProducerIds:
+      return "ProducerIdsRecord";
   }
   return "unknown record";
 }

@@ -113,15 +113,14 @@ struct RemoveTopicRecord {
   bool operator==(const RemoveTopicRecord&) const = default;
 };
 struct ProducerIdsRecord {
-  NodeId broker_id;               // the broker the block went to
-  ProducerId next_producer_id;    // the first id of the next block
+  NodeId broker_id;             // the broker the block went to
+  ProducerId next_producer_id;  // the first id of the next block
   bool operator==(const ProducerIdsRecord&) const = default;
 };
 
-using MetadataRecord =
-    std::variant<RegisterBrokerRecord, TopicRecord, PartitionRecord, ConfigRecord,
-                 PartitionChangeRecord, FenceBrokerRecord, UnfenceBrokerRecord, RemoveTopicRecord,
-                 ProducerIdsRecord>;
+using MetadataRecord = std::variant<RegisterBrokerRecord, TopicRecord, PartitionRecord,
+                                    ConfigRecord, PartitionChangeRecord, FenceBrokerRecord,
+                                    UnfenceBrokerRecord, RemoveTopicRecord, ProducerIdsRecord>;
 
 RecordType TypeOf(const MetadataRecord& r);
 const char* RecordTypeName(RecordType t);

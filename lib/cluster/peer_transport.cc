@@ -37,7 +37,7 @@ struct Incoming {
   uv_timer_t timer{};
   char buf[kPreambleSize] = {};
   size_t got = 0;
-  int closing = 0;    // close callbacks still to come
+  int closing = 0;  // close callbacks still to come
   bool tcp_given = false;
 };
 
@@ -146,8 +146,7 @@ void IncomingRead(uv_stream_t* s, ssize_t n, const uv_buf_t*) {
   }
   uv_os_fd_t fd = -1;
   int dup_fd = -1;
-  if (t->opts.on_peer_connection &&
-      uv_fileno(reinterpret_cast<uv_handle_t*>(in->tcp), &fd) == 0) {
+  if (t->opts.on_peer_connection && uv_fileno(reinterpret_cast<uv_handle_t*>(in->tcp), &fd) == 0) {
     dup_fd = ::dup(fd);
   }
   IncomingFinish(in, true);
@@ -318,8 +317,8 @@ int PeerTransportInit(raft_uv_transport* rt, uv_loop_s* loop, PeerTransportOptio
     std::string port = std::to_string(v.port);
     int rv = getaddrinfo(v.host.c_str(), port.c_str(), &hints, &res);
     if (rv != 0 || res == nullptr) {
-      SetErr(rt, "cannot resolve peer " + std::to_string(v.id.value()) + "@" + v.address() +
-                     ": " + gai_strerror(rv));
+      SetErr(rt, "cannot resolve peer " + std::to_string(v.id.value()) + "@" + v.address() + ": " +
+                     gai_strerror(rv));
       delete t;
       return RAFT_NOCONNECTION;
     }

@@ -26,7 +26,6 @@ extern "C" {
 #include <raft/uv.h>
 }
 
-
 #include <pthread.h>
 #include <signal.h>
 
@@ -47,11 +46,16 @@ namespace silt::cluster {
 
 const char* ProposeOutcomeName(ProposeOutcome o) {
   switch (o) {
-    case ProposeOutcome::kApplied: return "applied";
-    case ProposeOutcome::kNotLeader: return "not leader";
-    case ProposeOutcome::kOutcomeUnknown: return "outcome unknown";
-    case ProposeOutcome::kRejected: return "rejected";
-    case ProposeOutcome::kShutdown: return "shut down";
+    case ProposeOutcome::kApplied:
+      return "applied";
+    case ProposeOutcome::kNotLeader:
+      return "not leader";
+    case ProposeOutcome::kOutcomeUnknown:
+      return "outcome unknown";
+    case ProposeOutcome::kRejected:
+      return "rejected";
+    case ProposeOutcome::kShutdown:
+      return "shut down";
   }
   return "?";
 }
@@ -238,7 +242,7 @@ struct RaftQuorum::Impl {
   // ---- proposals (loop thread) ----
 
   struct ApplyReq {
-    struct raft_apply req{};
+    struct raft_apply req {};
     Impl* self = nullptr;
     ProposeCallback done;
   };
@@ -272,8 +276,8 @@ struct RaftQuorum::Impl {
       res.outcome = ProposeOutcome::kNotLeader;
       int32_t l = leader_id.load();
       if (l != 0 && l != opts.node_id.value()) res.leader_hint = NodeId(l);
-      res.message = raft_state(&r) == RAFT_LEADER ? "leader not ready (barrier pending)"
-                                                  : "not the leader";
+      res.message =
+          raft_state(&r) == RAFT_LEADER ? "leader not ready (barrier pending)" : "not the leader";
       Complete(p.done, std::move(res));
       return;
     }
@@ -309,7 +313,7 @@ struct RaftQuorum::Impl {
   // ---- leadership (loop thread) ----
 
   struct BarrierReq {
-    struct raft_barrier req{};
+    struct raft_barrier req {};
     Impl* self = nullptr;
     raft_term term = 0;
   };
@@ -392,7 +396,9 @@ struct RaftQuorum::Impl {
   raft_io_recv_cb raft_recv = nullptr;
   int (*uv_start)(raft_io*, unsigned, raft_io_tick_cb, raft_io_recv_cb) = nullptr;
 
-  static Impl* FromIo(raft_io* io) { return static_cast<Impl*>(static_cast<raft*>(io->data)->data); }
+  static Impl* FromIo(raft_io* io) {
+    return static_cast<Impl*>(static_cast<raft*>(io->data)->data);
+  }
   static void TickThenBarrier(raft_io* io) {
     Impl* self = FromIo(io);
     self->raft_tick(io);
@@ -609,7 +615,8 @@ Result<std::unique_ptr<RaftQuorum>> RaftQuorum::Start(RaftQuorumOptions options)
                                    FormatVoters(options.voters) + ")");
   }
   if (options.raft_dir.empty()) return Status::InvalidArgument("RaftQuorum needs a Raft directory");
-  if (options.heartbeat_timeout_ms == 0 || options.election_timeout_ms <= options.heartbeat_timeout_ms) {
+  if (options.heartbeat_timeout_ms == 0 ||
+      options.election_timeout_ms <= options.heartbeat_timeout_ms) {
     return Status::InvalidArgument("the election timeout must exceed the heartbeat interval");
   }
   SILT_TRY(CreateDirs(options.raft_dir));

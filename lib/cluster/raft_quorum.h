@@ -32,10 +32,10 @@ struct RaftQuorumOptions {
   NodeId node_id;
   std::vector<Voter> voters;  // must contain node_id; the node binds its entry's address
   std::string raft_dir;       // created if missing; libraft's log, metadata and snapshots
-  StateMachine* state_machine = nullptr;  // not owned; outlives the quorum
-  Executor executor;                      // for completions (see metadata_quorum.h)
+  StateMachine* state_machine = nullptr;                // not owned; outlives the quorum
+  Executor executor;                                    // for completions (see metadata_quorum.h)
   std::function<void(LeadershipChange)> on_leadership;  // optional, run on the executor
-  PeerConnectionHandler on_peer_connection;              // optional
+  PeerConnectionHandler on_peer_connection;             // optional
 
   unsigned election_timeout_ms = 1000;
   unsigned heartbeat_timeout_ms = 100;

@@ -25,10 +25,10 @@ std::vector<MetadataRecord> ClusterWithOrders() {
     out.push_back(PartitionRecord{PartitionId(p), kOrders, replicas, replicas, replicas[0],
                                   LeaderEpoch(0), 0});
   }
-  out.push_back(ConfigRecord{ConfigResource::kTopic, "orders", "cleanup.policy",
-                             std::string("compact")});
-  out.push_back(ConfigRecord{ConfigResource::kBroker, "2", "log.retention.ms",
-                             std::string("60000")});
+  out.push_back(
+      ConfigRecord{ConfigResource::kTopic, "orders", "cleanup.policy", std::string("compact")});
+  out.push_back(
+      ConfigRecord{ConfigResource::kBroker, "2", "log.retention.ms", std::string("60000")});
   out.push_back(ProducerIdsRecord{NodeId(1), ProducerId(1000)});
   return out;
 }
@@ -41,7 +41,8 @@ MetadataImage Build(const std::vector<MetadataRecord>& records) {
 
 }  // namespace
 
-TEST_CASE("applying registrations, a topic, partitions and configs builds the image they describe") {
+TEST_CASE(
+    "applying registrations, a topic, partitions and configs builds the image they describe") {
   MetadataImage img = Build(ClusterWithOrders());
   REQUIRE(img.brokers().size() == 3);
   CHECK_FALSE(img.brokers().at(2).fenced);
@@ -57,11 +58,11 @@ TEST_CASE("applying registrations, a topic, partitions and configs builds the im
   CHECK(img.next_producer_id() == ProducerId(1000));
 }
 
-TEST_CASE("a partition change bumps the partition epoch, and the leader epoch only for a new leader") {
+TEST_CASE(
+    "a partition change bumps the partition epoch, and the leader epoch only for a new leader") {
   MetadataImage img = Build(ClusterWithOrders());
   // Shrink the ISR of partition 0 (replicas 1, 2) to {1}: same leader.
-  auto a = img.Apply({PartitionChangeRecord{PartitionId(0), kOrders,
-                                            std::vector<NodeId>{NodeId(1)},
+  auto a = img.Apply({PartitionChangeRecord{PartitionId(0), kOrders, std::vector<NodeId>{NodeId(1)},
                                             NodeId(kNoLeaderChange), std::nullopt}});
   REQUIRE(a.ok());
   const PartitionImage& p = a->FindTopic(kOrders)->partitions.at(0);
@@ -69,9 +70,9 @@ TEST_CASE("a partition change bumps the partition epoch, and the leader epoch on
   CHECK(p.partition_epoch == 1);
   CHECK(p.leader_epoch == LeaderEpoch(0));
   // Grow it back and move the leader to 2.
-  auto b = a->Apply({PartitionChangeRecord{PartitionId(0), kOrders,
-                                           std::vector<NodeId>{NodeId(1), NodeId(2)}, NodeId(2),
-                                           std::nullopt}});
+  auto b = a->Apply(
+      {PartitionChangeRecord{PartitionId(0), kOrders, std::vector<NodeId>{NodeId(1), NodeId(2)},
+                             NodeId(2), std::nullopt}});
   REQUIRE(b.ok());
   const PartitionImage& q = b->FindTopic(kOrders)->partitions.at(0);
   CHECK(q.leader == NodeId(2));
@@ -93,8 +94,8 @@ TEST_CASE("an invalid record changes nothing and says why") {
       {"duplicate topic name", TopicRecord{"orders", RandomUuid()}, "exists"},
       {"bad topic name", TopicRecord{"no/slash", RandomUuid()}, "TopicRecord"},
       {"partition of an unknown topic",
-       PartitionRecord{PartitionId(0), unknown, {NodeId(1)}, {NodeId(1)}, NodeId(1),
-                       LeaderEpoch(0), 0},
+       PartitionRecord{
+           PartitionId(0), unknown, {NodeId(1)}, {NodeId(1)}, NodeId(1), LeaderEpoch(0), 0},
        "unknown topic"},
       {"empty ISR",
        PartitionChangeRecord{PartitionId(0), kOrders, std::vector<NodeId>{},
@@ -135,11 +136,10 @@ TEST_CASE("removing a topic removes its partitions and configs, and its name can
 
 TEST_CASE("an image written as records and applied to an empty image is equal to it") {
   MetadataImage img = Build(ClusterWithOrders());
-  auto changed = img.Apply({FenceBrokerRecord{NodeId(3)},
-                            PartitionChangeRecord{PartitionId(2), kOrders, std::nullopt,
-                                                  NodeId(1), std::nullopt},
-                            ConfigRecord{ConfigResource::kTopic, "orders", "cleanup.policy",
-                                         std::nullopt}});
+  auto changed = img.Apply(
+      {FenceBrokerRecord{NodeId(3)},
+       PartitionChangeRecord{PartitionId(2), kOrders, std::nullopt, NodeId(1), std::nullopt},
+       ConfigRecord{ConfigResource::kTopic, "orders", "cleanup.policy", std::nullopt}});
   REQUIRE(changed.ok());
   MetadataImage restored = Build(changed->ToRecords());
   CHECK(restored == *changed);
@@ -173,8 +173,8 @@ TEST_CASE("the metadata state machine never fails an apply: bad commands leave t
 TEST_CASE("a metadata state machine restored from a damaged snapshot reports it") {
   MetadataStateMachine sm;
   CHECK_FALSE(sm.Restore("\x00\x00\x00\x02").ok());
-  std::string bad = EncodeCommand({PartitionRecord{PartitionId(0), kOrders, {NodeId(1)},
-                                                   {NodeId(1)}, NodeId(1), LeaderEpoch(0), 0}});
+  std::string bad = EncodeCommand({PartitionRecord{
+      PartitionId(0), kOrders, {NodeId(1)}, {NodeId(1)}, NodeId(1), LeaderEpoch(0), 0}});
   CHECK(sm.Restore(bad).code() == Status::Code::kCorruption);
 }
 

@@ -2,10 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "base/coding.h"
 #include "base/random.h"
-
-#include <set>
 
 using namespace silt;
 using namespace silt::cluster;
@@ -17,8 +17,13 @@ std::vector<MetadataRecord> OneOfEach() {
   return {
       RegisterBrokerRecord{NodeId(1), RandomUuid(), "broker-1.example", 9092},
       TopicRecord{"orders", topic},
-      PartitionRecord{PartitionId(0), topic, {NodeId(1), NodeId(2), NodeId(3)},
-                      {NodeId(1), NodeId(2)}, NodeId(1), LeaderEpoch(4), 7},
+      PartitionRecord{PartitionId(0),
+                      topic,
+                      {NodeId(1), NodeId(2), NodeId(3)},
+                      {NodeId(1), NodeId(2)},
+                      NodeId(1),
+                      LeaderEpoch(4),
+                      7},
       ConfigRecord{ConfigResource::kTopic, "orders", "retention.ms", std::string("1000")},
       ConfigRecord{ConfigResource::kBroker, "1", "log.retention.hours", std::nullopt},
       PartitionChangeRecord{PartitionId(0), topic, std::vector<NodeId>{NodeId(1)},
@@ -65,7 +70,10 @@ TEST_CASE("a record's type numbers are Kafka's apiKeys of the KRaft record of th
 TEST_CASE("a topic record's bytes are the documented layout") {
   Uuid id = *Uuid::Parse("AAAAAAAAAAAAAAAAAAAAAg");
   std::string bytes = EncodeRecord(TopicRecord{"ab", id});
-  std::string want("\x01\x00\x02\x00\x00\x00\x02" "ab", 9);
+  std::string want(
+      "\x01\x00\x02\x00\x00\x00\x02"
+      "ab",
+      9);
   want += std::string(15, '\0') + "\x02";
   CHECK(bytes == want);
 }

@@ -1,12 +1,11 @@
 // The peer address as RaftQuorum serves it: preambles, garbage, and addresses from the local list.
 #include <arpa/inet.h>
+#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <doctest/doctest.h>
 
 #include "cluster/peer_preamble.h"
 #include "cluster/quorum_harness.h"
@@ -53,7 +52,8 @@ bool ClosedByPeerWithin(int fd, std::chrono::milliseconds limit) {
 
 }  // namespace
 
-TEST_CASE("a connection that does not open with a peer preamble is closed and the quorum works on") {
+TEST_CASE(
+    "a connection that does not open with a peer preamble is closed and the quorum works on") {
   TestCluster c;
   REQUIRE(c.ProposeAnywhere(NewRequestId(), "before").outcome == ProposeOutcome::kApplied);
   for (int i = 0; i < 3; ++i) {
@@ -122,7 +122,8 @@ TEST_CASE("a SILTPEER connection reaches the peer handler with its sender and th
   REQUIRE(c.ProposeAnywhere(NewRequestId(), "still raft").outcome == ProposeOutcome::kApplied);
 }
 
-TEST_CASE("peers are reached at the addresses of the local list, not those of the Raft configuration") {
+TEST_CASE(
+    "peers are reached at the addresses of the local list, not those of the Raft configuration") {
   TestCluster c;
   REQUIRE(c.ProposeAnywhere(NewRequestId(), "one").outcome == ProposeOutcome::kApplied);
   for (int i = 0; i < 3; ++i) c.StopNode(i);

@@ -2,6 +2,7 @@
 // ports, and a three-node cluster in one process. Every wait is bounded.
 #pragma once
 
+#include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,8 +19,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <doctest/doctest.h>
 
 #include "base/coding.h"
 #include "base/random.h"
@@ -222,7 +221,8 @@ class TestCluster {
   ProposeResult ProposeAndWait(int i, RequestId id, std::string command) {
     auto p = std::make_shared<std::promise<ProposeResult>>();
     auto f = p->get_future();
-    nodes_[i]->Propose(id, std::move(command), [p](ProposeResult r) { p->set_value(std::move(r)); });
+    nodes_[i]->Propose(id, std::move(command),
+                       [p](ProposeResult r) { p->set_value(std::move(r)); });
     if (f.wait_for(std::chrono::seconds(15)) != std::future_status::ready) {
       ProposeResult r;
       r.outcome = ProposeOutcome::kShutdown;

@@ -5,18 +5,16 @@
 // Each scenario runs in a forked child: the fixture abort()s when it sees two leaders in one
 // term, and a scenario that goes wrong must not take the test binary with it. The child reports
 // what it observed through a pipe; the parent asserts on it.
+#include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <doctest/doctest.h>
+#include <uv.h>
 
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <uv.h>
 extern "C" {
 #include <raft.h>
 #include <raft/fixture.h>
@@ -64,15 +62,17 @@ struct Cluster {
   }
   ~Cluster() { raft_fixture_close(&f); }
 
-  struct raft* raft(unsigned i) { return raft_fixture_get(&f, i); }
+  struct raft* raft(unsigned i) {
+    return raft_fixture_get(&f, i);
+  }
 
   // " s<i>=<state>/<term>/<last index>" for each server, for failure messages.
   std::string Describe() {
     std::string out;
     for (unsigned i = 0; i < raft_fixture_n(&f); ++i) {
       out += " s" + std::to_string(i + 1) + "=" + std::to_string(raft_state(raft(i))) + "/" +
-             std::to_string(raft(i)->current_term) + "/" + std::to_string(raft_last_index(raft(i))) +
-             (raft_fixture_alive(&f, i) ? "" : "/dead");
+             std::to_string(raft(i)->current_term) + "/" +
+             std::to_string(raft_last_index(raft(i))) + (raft_fixture_alive(&f, i) ? "" : "/dead");
     }
     out += " cut:";
     for (unsigned i = 0; i < raft_fixture_n(&f); ++i) {
@@ -279,8 +279,9 @@ std::string Figure8(bool barrier_on_win, bool finish) {
 
 }  // namespace
 
-TEST_CASE("libraft 0.15 bug reproduced: a leader commits an earlier term's entry by counting "
-          "replicas (Raft Figure 8)") {
+TEST_CASE(
+    "libraft 0.15 bug reproduced: a leader commits an earlier term's entry by counting "
+    "replicas (Raft Figure 8)") {
   std::string out = RunInChild([] { return Figure8(false, true); });
   INFO("observed:" << out);
   CHECK(Has(out, "index_after_win=1"));  // 0.15 appends nothing of its own on winning
@@ -300,8 +301,9 @@ TEST_CASE("libraft 0.15 bug reproduced: a leader commits an earlier term's entry
   CHECK(Has(out, "s3_state=0"));
 }
 
-TEST_CASE("with a barrier proposed on winning, the earlier term's entry commits only with an "
-          "entry of the leader's own term") {
+TEST_CASE(
+    "with a barrier proposed on winning, the earlier term's entry commits only with an "
+    "entry of the leader's own term") {
   std::string out = RunInChild([] { return Figure8(true, true); });
   INFO("observed:" << out);
   CHECK(Has(out, "s1_term_again=4"));
@@ -381,8 +383,9 @@ std::string UnpersistedConfiguration() {
 
 }  // namespace
 
-TEST_CASE("libraft 0.15 bug reproduced: a candidate's unpersisted configuration entry lets two "
-          "leaders commit at once") {
+TEST_CASE(
+    "libraft 0.15 bug reproduced: a candidate's unpersisted configuration entry lets two "
+    "leaders commit at once") {
   std::string out = RunInChild(UnpersistedConfiguration);
   INFO("observed:" << out);
   CHECK(Has(out, "first_leader=0"));
@@ -397,8 +400,9 @@ TEST_CASE("libraft 0.15 bug reproduced: a candidate's unpersisted configuration 
   CHECK(Has(out, "s1_commits=1"));
 }
 
-TEST_CASE("with static voters, a slow disk and the same partition give at most one side that "
-          "commits") {
+TEST_CASE(
+    "with static voters, a slow disk and the same partition give at most one side that "
+    "commits") {
   std::string out = RunInChild([] {
     Cluster c(3, 3);
     std::string o;
@@ -424,7 +428,7 @@ TEST_CASE("with static voters, a slow disk and the same partition give at most o
   });
   INFO("observed:" << out);
   CHECK(Has(out, "s1_last_stored=1"));
-  CHECK(Has(out, "s1_won=1"));       // a legitimate election: {1, 2} is a majority of {0, 1, 2}
-  CHECK(Has(out, "s0_commits=0"));   // and the old leader cannot commit alone
-  CHECK(Has(out, "s1_commit=4"));    // the new one commits once its disk catches up
+  CHECK(Has(out, "s1_won=1"));      // a legitimate election: {1, 2} is a majority of {0, 1, 2}
+  CHECK(Has(out, "s0_commits=0"));  // and the old leader cannot commit alone
+  CHECK(Has(out, "s1_commit=4"));   // the new one commits once its disk catches up
 }

@@ -2,9 +2,9 @@
 
 #include <doctest/doctest.h>
 
-#include "cluster/quorum_harness.h"
-
 #include <set>
+
+#include "cluster/quorum_harness.h"
 
 using namespace silt;
 using namespace silt::cluster;

@@ -31,10 +31,10 @@ TEST_CASE("a formatted voter list parses back to the same voters") {
 }
 
 TEST_CASE("a malformed voter list is refused, naming the entry") {
-  for (const char* bad : {"", " ", "1@h:1,", "1@h", "h:1", "x@h:1", "0@h:1", "-1@h:1",
-                          "1@:9093", "1@h:0", "1@h:65536", "1@h:12x", "1@::1:9093",
-                          "1@[::1]9093", "1@[::1:9093", "1@h:1,1@g:2", "1@h:1,2@h:1",
-                          "99999999999@h:1", "1@h h:1"}) {
+  for (const char* bad :
+       {"", " ", "1@h:1,", "1@h", "h:1", "x@h:1", "0@h:1", "-1@h:1", "1@:9093", "1@h:0",
+        "1@h:65536", "1@h:12x", "1@::1:9093", "1@[::1]9093", "1@[::1:9093", "1@h:1,1@g:2",
+        "1@h:1,2@h:1", "99999999999@h:1", "1@h h:1"}) {
     INFO("text: '" << bad << "'");
     auto v = ParseVoters(bad);
     REQUIRE_FALSE(v.ok());
