@@ -14,7 +14,7 @@ failures = 0
 
 def run(files, extra=()):
     with tempfile.TemporaryDirectory(prefix="silt-layers-") as lib:
-        for d in ["base", "format", "storage", "protocol", "broker", "client"]:
+        for d in ["base", "format", "storage", "protocol", "broker", "cluster", "client"]:
             os.makedirs(os.path.join(lib, d))
             with open(os.path.join(lib, d, "ok.h"), "w") as f:
                 f.write('#pragma once\n#include "base/status.h"\n#include <vector>\n')
@@ -70,6 +70,13 @@ expect("the handlers rule follows lib/ headers: storage through broker/request.h
 expect("the handlers rule leaves other broker files alone",
        {"broker/broker.cc": '#include "storage/partition_log.h"\n'}, 0,
        extra=["--forbid", "broker/handlers_*.cc=storage/"])
+expect("cluster may not include broker headers",
+       {"cluster/c.cc": '#include "broker/metadata_store.h"\n'}, 1, "layer cluster may include only")
+expect("libraft and libuv stay out of cluster headers",
+       {"cluster/metadata_quorum.h": "#pragma once\n#include <raft.h>\n"}, 1,
+       "raft.h may be included only")
+expect("libraft and libuv may be used in cluster sources",
+       {"cluster/raft_quorum.cc": "#include <uv.h>\n#include <raft.h>\n#include <raft/uv.h>\n"}, 0)
 
 if failures:
     print("%d failed" % failures)

@@ -1,0 +1,269 @@
+// MetadataImage and MetadataStateMachine (metadata_image.h).
+#include "cluster/metadata_image.h"
+
+#include <algorithm>
+#include <set>
+
+#include "base/coding.h"
+#include "base/topic_name.h"
+
+namespace silt::cluster {
+
+namespace {
+
+Status Refuse(RecordType t, const std::string& why) {
+  return Status::InvalidArgument(std::string(RecordTypeName(t)) + ": " + why);
+}
+
+bool Contains(const std::vector<NodeId>& v, NodeId n) {
+  return std::find(v.begin(), v.end(), n) != v.end();
+}
+
+// The rules every partition state keeps: distinct, non-negative replicas (not necessarily
+// registered yet: a broker may register after its assignment); an ISR that is a non-empty subset
+// of the replicas (the ISR is never emptied); a leader from the ISR, or none.
+Status CheckPartition(RecordType t, const PartitionImage& p) {
+  if (p.replicas.empty()) return Refuse(t, "no replicas");
+  std::set<int32_t> seen;
+  for (NodeId n : p.replicas) {
+    if (n.value() < 0) return Refuse(t, "replica id " + std::to_string(n.value()));
+    if (!seen.insert(n.value()).second) return Refuse(t, "a replica is listed twice");
+  }
+  if (p.isr.empty()) return Refuse(t, "an empty ISR");
+  std::set<int32_t> in_isr;
+  for (NodeId n : p.isr) {
+    if (!Contains(p.replicas, n)) {
+      return Refuse(t, "ISR member " + std::to_string(n.value()) + " is not a replica");
+    }
+    if (!in_isr.insert(n.value()).second) return Refuse(t, "an ISR member is listed twice");
+  }
+  if (p.leader.value() != kNoLeader && !Contains(p.isr, p.leader)) {
+    return Refuse(t, "leader " + std::to_string(p.leader.value()) + " is not in the ISR");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+const std::map<std::string, std::string>& MetadataImage::configs(ConfigResource type,
+                                                                 const std::string& name) const {
+  static const std::map<std::string, std::string> kNone;
+  auto it = configs_.find({type, name});
+  return it == configs_.end() ? kNone : it->second;
+}
+
+const TopicImage* MetadataImage::FindTopic(std::string_view name) const {
+  auto it = topic_ids_.find(std::string(name));
+  return it == topic_ids_.end() ? nullptr : &topics_.at(it->second);
+}
+
+const TopicImage* MetadataImage::FindTopic(const Uuid& id) const {
+  auto it = topics_.find(id);
+  return it == topics_.end() ? nullptr : &it->second;
+}
+
+Result<MetadataImage> MetadataImage::Apply(const std::vector<MetadataRecord>& records) const {
+  MetadataImage next = *this;
+  for (size_t i = 0; i < records.size(); ++i) {
+    Status s = next.ApplyOne(records[i]);
+    if (!s.ok()) {
+      return s.WithContext("record " + std::to_string(i) + " of " + std::to_string(records.size()));
+    }
+  }
+  return next;
+}
+
+Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
+  RecordType t = TypeOf(rec);
+  if (auto* r = std::get_if<RegisterBrokerRecord>(&rec)) {
+    if (r->broker_id.value() < 0) return Refuse(t, "negative broker id");
+    if (r->port <= 0 || r->port > 65535) return Refuse(t, "port " + std::to_string(r->port));
+    // A re-registration (a new incarnation) replaces the old one and starts fenced.
+    brokers_[r->broker_id.value()] =
+        BrokerImage{r->broker_id, r->incarnation_id, r->host, r->port, true};
+    return Status::OK();
+  }
+  if (auto* r = std::get_if<FenceBrokerRecord>(&rec)) {
+    auto it = brokers_.find(r->broker_id.value());
+    if (it == brokers_.end())
+      return Refuse(t, "unknown broker " + std::to_string(r->broker_id.value()));
+    it->second.fenced = true;
+    return Status::OK();
+  }
+  if (auto* r = std::get_if<UnfenceBrokerRecord>(&rec)) {
+    auto it = brokers_.find(r->broker_id.value());
+    if (it == brokers_.end())
+      return Refuse(t, "unknown broker " + std::to_string(r->broker_id.value()));
+    it->second.fenced = false;
+    return Status::OK();
+  }
+  if (auto* r = std::get_if<TopicRecord>(&rec)) {
+    Status valid = ValidateTopicName(r->name);
+    if (!valid.ok()) return Refuse(t, valid.message());
+    if (r->topic_id.is_reserved()) return Refuse(t, "reserved topic id");
+    if (topic_ids_.count(r->name)) return Refuse(t, "topic '" + r->name + "' exists");
+    if (topics_.count(r->topic_id))
+      return Refuse(t, "topic id " + r->topic_id.ToString() + " exists");
+    topics_[r->topic_id] = TopicImage{r->name, r->topic_id, {}};
+    topic_ids_[r->name] = r->topic_id;
+    return Status::OK();
+  }
+  if (auto* r = std::get_if<PartitionRecord>(&rec)) {
+    auto it = topics_.find(r->topic_id);
+    if (it == topics_.end()) return Refuse(t, "unknown topic id " + r->topic_id.ToString());
+    if (r->partition_id.value() < 0) return Refuse(t, "negative partition id");
+    if (it->second.partitions.count(r->partition_id.value())) {
+      return Refuse(t, "partition " + std::to_string(r->partition_id.value()) + " exists");
+    }
+    PartitionImage p{r->replicas, r->isr, r->leader, r->leader_epoch, r->partition_epoch};
+    SILT_TRY(CheckPartition(t, p));
+    it->second.partitions[r->partition_id.value()] = std::move(p);
+    return Status::OK();
+  }
+  if (auto* r = std::get_if<PartitionChangeRecord>(&rec)) {
+    auto it = topics_.find(r->topic_id);
+    if (it == topics_.end()) return Refuse(t, "unknown topic id " + r->topic_id.ToString());
+    auto pit = it->second.partitions.find(r->partition_id.value());
+    if (pit == it->second.partitions.end()) {
+      return Refuse(t, "unknown partition " + std::to_string(r->partition_id.value()));
+    }
+    PartitionImage p = pit->second;
+    if (r->replicas) p.replicas = *r->replicas;
+    if (r->isr) p.isr = *r->isr;
+    bool leader_changed = r->leader.value() != kNoLeaderChange && r->leader != p.leader;
+    if (r->leader.value() != kNoLeaderChange) p.leader = r->leader;
+    SILT_TRY(CheckPartition(t, p));
+    // Kafka's rules: every change bumps the partition epoch; a new leader bumps the leader epoch.
+    p.partition_epoch += 1;
+    if (leader_changed) p.leader_epoch = LeaderEpoch(p.leader_epoch.value() + 1);
+    pit->second = std::move(p);
+    return Status::OK();
+  }
+  if (auto* r = std::get_if<RemoveTopicRecord>(&rec)) {
+    auto it = topics_.find(r->topic_id);
+    if (it == topics_.end()) return Refuse(t, "unknown topic id " + r->topic_id.ToString());
+    configs_.erase({ConfigResource::kTopic, it->second.name});
+    topic_ids_.erase(it->second.name);
+    topics_.erase(it);
+    return Status::OK();
+  }
+  if (auto* r = std::get_if<ConfigRecord>(&rec)) {
+    if (r->resource_type != ConfigResource::kTopic && r->resource_type != ConfigResource::kBroker) {
+      return Refuse(t, "resource type " + std::to_string(static_cast<int>(r->resource_type)));
+    }
+    if (r->name.empty()) return Refuse(t, "empty config name");
+    if (r->resource_type == ConfigResource::kTopic && !topic_ids_.count(r->resource_name)) {
+      return Refuse(t, "unknown topic '" + r->resource_name + "'");
+    }
+    auto& m = configs_[{r->resource_type, r->resource_name}];
+    if (r->value) {
+      m[r->name] = *r->value;
+    } else {
+      m.erase(r->name);
+      if (m.empty()) configs_.erase({r->resource_type, r->resource_name});
+    }
+    return Status::OK();
+  }
+  if (auto* r = std::get_if<ProducerIdsRecord>(&rec)) {
+    if (r->next_producer_id <= next_producer_id_) {
+      return Refuse(t, "next producer id " + std::to_string(r->next_producer_id.value()) +
+                           " does not advance past " + std::to_string(next_producer_id_.value()));
+    }
+    next_producer_id_ = r->next_producer_id;
+    return Status::OK();
+  }
+  return Refuse(t, "not applicable");
+}
+
+std::vector<MetadataRecord> MetadataImage::ToRecords() const {
+  std::vector<MetadataRecord> out;
+  for (const auto& [id, b] : brokers_) {
+    out.push_back(RegisterBrokerRecord{b.id, b.incarnation_id, b.host, b.port});
+    if (!b.fenced) out.push_back(UnfenceBrokerRecord{b.id});
+  }
+  for (const auto& [id, topic] : topics_) {
+    out.push_back(TopicRecord{topic.name, topic.id});
+    for (const auto& [p, part] : topic.partitions) {
+      out.push_back(PartitionRecord{PartitionId(p), topic.id, part.replicas, part.isr, part.leader,
+                                    part.leader_epoch, part.partition_epoch});
+    }
+  }
+  for (const auto& [key, m] : configs_) {
+    for (const auto& [name, value] : m) {
+      out.push_back(ConfigRecord{key.first, key.second, name, value});
+    }
+  }
+  if (next_producer_id_.value() > 0) {
+    out.push_back(ProducerIdsRecord{NodeId(-1), next_producer_id_});
+  }
+  return out;
+}
+
+std::string EncodeApplyResult(const Status& s) {
+  std::string out;
+  ByteWriter w(&out);
+  int8_t code = 0;
+  if (!s.ok()) code = s.code() == Status::Code::kInvalidArgument ? 2 : 1;
+  w.I8(code);
+  std::string_view msg = s.message();
+  if (msg.size() > 32767) msg = msg.substr(0, 32767);
+  w.I16(static_cast<int16_t>(msg.size()));
+  w.Raw(msg);
+  return out;
+}
+
+Status DecodeApplyResult(std::string_view bytes) {
+  ByteReader r(bytes);
+  int8_t code = 0;
+  int16_t n = 0;
+  std::string_view msg;
+  if (!r.I8(&code) || !r.I16(&n) || n < 0 || !r.Bytes(static_cast<size_t>(n), &msg)) {
+    return Status::Corruption("metadata apply result: damaged");
+  }
+  if (code == 0) return Status::OK();
+  if (code == 2) return Status::InvalidArgument(msg);
+  return Status::Corruption(msg);
+}
+
+MetadataStateMachine::MetadataStateMachine() : image_(std::make_shared<const MetadataImage>()) {}
+
+std::shared_ptr<const MetadataImage> MetadataStateMachine::image() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return image_;
+}
+
+std::string MetadataStateMachine::Apply(std::string_view command) {
+  auto records = DecodeCommand(command);
+  if (!records.ok()) {
+    // A command this build cannot read (e.g. a newer record version) is a no-op here, reported
+    // to its proposer; every node on this version skips it alike.
+    Status s = records.status();
+    return EncodeApplyResult(
+        s.code() == Status::Code::kInvalidArgument ? Status::Corruption(s.message()) : s);
+  }
+  auto current = image();
+  auto next = current->Apply(*records);
+  if (!next.ok()) return EncodeApplyResult(next.status());
+  auto fresh = std::make_shared<const MetadataImage>(std::move(next).value());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    image_ = std::move(fresh);
+  }
+  return EncodeApplyResult(Status::OK());
+}
+
+std::string MetadataStateMachine::Snapshot() { return EncodeCommand(image()->ToRecords()); }
+
+Status MetadataStateMachine::Restore(std::string_view snapshot) {
+  SILT_ASSIGN_OR_RETURN(auto records, DecodeCommand(snapshot));
+  auto rebuilt = MetadataImage().Apply(records);
+  if (!rebuilt.ok()) {
+    return Status::Corruption("metadata snapshot does not apply: " + rebuilt.status().message());
+  }
+  auto fresh = std::make_shared<const MetadataImage>(std::move(rebuilt).value());
+  std::lock_guard<std::mutex> lock(mu_);
+  image_ = std::move(fresh);
+  return Status::OK();
+}
+
+}  // namespace silt::cluster

@@ -1,0 +1,105 @@
+// MetadataImage: the cluster metadata as of one point of the metadata log, immutable once built,
+// and MetadataStateMachine, which applies committed commands into a new image and swaps it in.
+//
+// Readers take the current image (a shared_ptr<const MetadataImage>) and keep it as long as they
+// like; an apply never changes an image someone holds, it builds the next one. A command whose
+// records do not fit the current image (unknown topic, duplicate name, ISR outside the replicas,
+// ...) changes nothing: its result says why. A snapshot is the image written as records, so a
+// restored image is what applying those records to an empty image gives.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/metadata_quorum.h"
+#include "cluster/metadata_records.h"
+
+namespace silt::cluster {
+
+struct BrokerImage {
+  NodeId id;
+  Uuid incarnation_id;
+  std::string host;
+  int32_t port = 0;
+  bool fenced = true;  // registered brokers start fenced, as in Kafka
+  bool operator==(const BrokerImage&) const = default;
+};
+
+struct PartitionImage {
+  std::vector<NodeId> replicas;
+  std::vector<NodeId> isr;
+  NodeId leader{kNoLeader};
+  LeaderEpoch leader_epoch{0};
+  int32_t partition_epoch = 0;
+  bool operator==(const PartitionImage&) const = default;
+};
+
+struct TopicImage {
+  std::string name;
+  Uuid id;
+  std::map<int32_t, PartitionImage> partitions;  // by partition id
+  bool operator==(const TopicImage&) const = default;
+};
+
+class MetadataImage {
+ public:
+  using ConfigKey = std::pair<ConfigResource, std::string>;  // (type, resource name)
+
+  const std::map<int32_t, BrokerImage>& brokers() const { return brokers_; }
+  const std::map<Uuid, TopicImage>& topics() const { return topics_; }
+  // The configs set on a resource (name -> value); empty when none are.
+  const std::map<std::string, std::string>& configs(ConfigResource type,
+                                                    const std::string& name) const;
+  // The first producer id no block has been given out from yet.
+  ProducerId next_producer_id() const { return next_producer_id_; }
+
+  const TopicImage* FindTopic(std::string_view name) const;
+  const TopicImage* FindTopic(const Uuid& id) const;
+
+  // This image with `records` applied in order, or the first record's reason not to apply
+  // (InvalidArgument naming the record); `this` is never changed.
+  Result<MetadataImage> Apply(const std::vector<MetadataRecord>& records) const;
+
+  // The records that rebuild this image from an empty one (its snapshot).
+  std::vector<MetadataRecord> ToRecords() const;
+
+  bool operator==(const MetadataImage&) const = default;
+
+ private:
+  Status ApplyOne(const MetadataRecord& r);
+
+  std::map<int32_t, BrokerImage> brokers_;
+  std::map<Uuid, TopicImage> topics_;
+  std::map<std::string, Uuid> topic_ids_;  // by name
+  std::map<ConfigKey, std::map<std::string, std::string>> configs_;
+  ProducerId next_producer_id_{0};
+};
+
+// The result bytes of a metadata command (what ProposeResult::result carries):
+//   ApplyResult => error_code int8 (0 applied, 1 undecodable, 2 refused), message string
+std::string EncodeApplyResult(const Status& s);
+// OK when the command was applied, else InvalidArgument/Unsupported/Corruption with its message.
+Status DecodeApplyResult(std::string_view bytes);
+
+class MetadataStateMachine final : public StateMachine {
+ public:
+  MetadataStateMachine();
+
+  // Thread-safe; the image stays valid as long as the caller holds it.
+  std::shared_ptr<const MetadataImage> image() const;
+
+  std::string Apply(std::string_view command) override;
+  std::string Snapshot() override;
+  Status Restore(std::string_view snapshot) override;
+
+ private:
+  mutable std::mutex mu_;  // guards the pointer only; images are immutable
+  std::shared_ptr<const MetadataImage> image_;
+};
+
+}  // namespace silt::cluster

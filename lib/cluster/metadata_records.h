@@ -1,0 +1,138 @@
+// The records of the metadata log, their binary encoding, and the commands made of them.
+//
+// Kafka's KRaft records are the model: the same record kinds, the same field names (in the
+// comments, so grep finds the spec), and the type numbers of Kafka's apiKeys. The encoding is
+// silt's own (big-endian, fixed width), not Kafka's flexible versions:
+//
+//   Record => frame_version type version body
+//     frame_version  int8   1
+//     type           int16  RecordType below (Kafka's apiKey of the record)
+//     version        int16  the body's version; 0 for every type today
+//   string          => length int16, bytes; a nullable string has length -1 for null
+//   uuid            => 16 bytes
+//   [T]             => count int32, T...; a nullable array has count -1 for null
+//
+//   RegisterBroker v0  (RegisterBrokerRecord)  broker_id int32, incarnation_id uuid,
+//                                              host string, port int32
+//   Topic v0           (TopicRecord)           name string, topic_id uuid
+//   Partition v0       (PartitionRecord)       partition_id int32, topic_id uuid,
+//                                              replicas [int32], isr [int32], leader int32,
+//                                              leader_epoch int32, partition_epoch int32
+//   Config v0          (ConfigRecord)          resource_type int8 (2 topic, 4 broker),
+//                                              resource_name string, name string,
+//                                              value nullable string (null: deleted)
+//   PartitionChange v0 (PartitionChangeRecord) partition_id int32, topic_id uuid,
+//                                              isr nullable [int32], leader int32 (-2: no
+//                                              change, -1: none), replicas nullable [int32]
+//   FenceBroker v0     (FenceBrokerRecord)     broker_id int32
+//   UnfenceBroker v0   (UnfenceBrokerRecord)   broker_id int32
+//   RemoveTopic v0     (RemoveTopicRecord)     topic_id uuid
+//   ProducerIds v0     (ProducerIdsRecord)     broker_id int32, next_producer_id int64
+//
+//   Command => count int32, [length int32, Record]   (one Raft entry; applied all or nothing)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "base/ids.h"
+#include "base/status.h"
+#include "base/uuid.h"
+
+namespace silt::cluster {
+
+enum class RecordType : int16_t {
+  kRegisterBroker = 0,
+  kTopic = 2,
+  kPartition = 3,
+  kConfig = 4,
+  kPartitionChange = 5,
+  kFenceBroker = 7,
+  kUnfenceBroker = 8,
+  kRemoveTopic = 9,
+  kProducerIds = 15,
+};
+
+inline constexpr int8_t kRecordFrameVersion = 1;
+inline constexpr int32_t kNoLeader = -1;
+inline constexpr int32_t kNoLeaderChange = -2;
+
+enum class ConfigResource : int8_t { kTopic = 2, kBroker = 4 };
+
+struct RegisterBrokerRecord {
+  NodeId broker_id;
+  Uuid incarnation_id;  // IncarnationId: new on every start of the broker process
+  std::string host;     // the advertised client endpoint
+  int32_t port = 0;
+  bool operator==(const RegisterBrokerRecord&) const = default;
+};
+struct TopicRecord {
+  std::string name;
+  Uuid topic_id;
+  bool operator==(const TopicRecord&) const = default;
+};
+struct PartitionRecord {
+  PartitionId partition_id;
+  Uuid topic_id;
+  std::vector<NodeId> replicas;
+  std::vector<NodeId> isr;
+  NodeId leader{kNoLeader};
+  LeaderEpoch leader_epoch{0};
+  int32_t partition_epoch = 0;
+  bool operator==(const PartitionRecord&) const = default;
+};
+struct ConfigRecord {
+  ConfigResource resource_type = ConfigResource::kTopic;
+  std::string resource_name;  // the topic name, or the broker id in decimal
+  std::string name;
+  std::optional<std::string> value;  // nullopt: the config is deleted
+  bool operator==(const ConfigRecord&) const = default;
+};
+struct PartitionChangeRecord {
+  PartitionId partition_id;
+  Uuid topic_id;
+  std::optional<std::vector<NodeId>> isr;       // nullopt: unchanged
+  NodeId leader{kNoLeaderChange};               // kNoLeaderChange: unchanged
+  std::optional<std::vector<NodeId>> replicas;  // nullopt: unchanged
+  bool operator==(const PartitionChangeRecord&) const = default;
+};
+struct FenceBrokerRecord {
+  NodeId broker_id;
+  bool operator==(const FenceBrokerRecord&) const = default;
+};
+struct UnfenceBrokerRecord {
+  NodeId broker_id;
+  bool operator==(const UnfenceBrokerRecord&) const = default;
+};
+struct RemoveTopicRecord {
+  Uuid topic_id;
+  bool operator==(const RemoveTopicRecord&) const = default;
+};
+struct ProducerIdsRecord {
+  NodeId broker_id;             // the broker the block went to
+  ProducerId next_producer_id;  // the first id of the next block
+  bool operator==(const ProducerIdsRecord&) const = default;
+};
+
+using MetadataRecord = std::variant<RegisterBrokerRecord, TopicRecord, PartitionRecord,
+                                    ConfigRecord, PartitionChangeRecord, FenceBrokerRecord,
+                                    UnfenceBrokerRecord, RemoveTopicRecord, ProducerIdsRecord>;
+
+RecordType TypeOf(const MetadataRecord& r);
+const char* RecordTypeName(RecordType t);
+
+// One record, framed (frame_version, type, version 0, body).
+std::string EncodeRecord(const MetadataRecord& r);
+// The inverse. Unsupported for a frame version, type or record version this build does not know
+// (naming them); Corruption for a body that is short or has bytes left over.
+Result<MetadataRecord> DecodeRecord(std::string_view bytes);
+
+// A command: records applied together, all or nothing.
+std::string EncodeCommand(const std::vector<MetadataRecord>& records);
+Result<std::vector<MetadataRecord>> DecodeCommand(std::string_view bytes);
+
+}  // namespace silt::cluster

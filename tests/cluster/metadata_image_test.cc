@@ -1,0 +1,241 @@
+#include "cluster/metadata_image.h"
+
+#include <doctest/doctest.h>
+
+#include "base/random.h"
+#include "cluster/quorum_harness.h"
+
+using namespace silt;
+using namespace silt::cluster;
+using namespace std::chrono_literals;
+
+namespace {
+
+const Uuid kOrders = *Uuid::Parse("AAAAAAAAAAAAAAAAAAAAAw");
+
+std::vector<MetadataRecord> ClusterWithOrders() {
+  std::vector<MetadataRecord> out;
+  for (int b = 1; b <= 3; ++b) {
+    out.push_back(RegisterBrokerRecord{NodeId(b), RandomUuid(), "h" + std::to_string(b), 9092});
+    out.push_back(UnfenceBrokerRecord{NodeId(b)});
+  }
+  out.push_back(TopicRecord{"orders", kOrders});
+  for (int p = 0; p < 3; ++p) {
+    std::vector<NodeId> replicas{NodeId(1 + p % 3), NodeId(1 + (p + 1) % 3)};
+    out.push_back(PartitionRecord{PartitionId(p), kOrders, replicas, replicas, replicas[0],
+                                  LeaderEpoch(0), 0});
+  }
+  out.push_back(
+      ConfigRecord{ConfigResource::kTopic, "orders", "cleanup.policy", std::string("compact")});
+  out.push_back(
+      ConfigRecord{ConfigResource::kBroker, "2", "log.retention.ms", std::string("60000")});
+  out.push_back(ProducerIdsRecord{NodeId(1), ProducerId(1000)});
+  return out;
+}
+
+MetadataImage Build(const std::vector<MetadataRecord>& records) {
+  auto img = MetadataImage().Apply(records);
+  REQUIRE_MESSAGE(img.ok(), img.status().ToString());
+  return std::move(img).value();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "applying registrations, a topic, partitions and configs builds the image they describe") {
+  MetadataImage img = Build(ClusterWithOrders());
+  REQUIRE(img.brokers().size() == 3);
+  CHECK_FALSE(img.brokers().at(2).fenced);
+  CHECK(img.brokers().at(2).host == "h2");
+  const TopicImage* t = img.FindTopic("orders");
+  REQUIRE(t != nullptr);
+  CHECK(img.FindTopic(kOrders) == t);
+  CHECK(t->partitions.size() == 3);
+  CHECK(t->partitions.at(1).leader == NodeId(2));
+  CHECK(img.configs(ConfigResource::kTopic, "orders").at("cleanup.policy") == "compact");
+  CHECK(img.configs(ConfigResource::kBroker, "2").at("log.retention.ms") == "60000");
+  CHECK(img.configs(ConfigResource::kBroker, "3").empty());
+  CHECK(img.next_producer_id() == ProducerId(1000));
+}
+
+TEST_CASE(
+    "a partition change bumps the partition epoch, and the leader epoch only for a new leader") {
+  MetadataImage img = Build(ClusterWithOrders());
+  // Shrink the ISR of partition 0 (replicas 1, 2) to {1}: same leader.
+  auto a = img.Apply({PartitionChangeRecord{PartitionId(0), kOrders, std::vector<NodeId>{NodeId(1)},
+                                            NodeId(kNoLeaderChange), std::nullopt}});
+  REQUIRE(a.ok());
+  const PartitionImage& p = a->FindTopic(kOrders)->partitions.at(0);
+  CHECK(p.isr == std::vector<NodeId>{NodeId(1)});
+  CHECK(p.partition_epoch == 1);
+  CHECK(p.leader_epoch == LeaderEpoch(0));
+  // Grow it back and move the leader to 2.
+  auto b = a->Apply(
+      {PartitionChangeRecord{PartitionId(0), kOrders, std::vector<NodeId>{NodeId(1), NodeId(2)},
+                             NodeId(2), std::nullopt}});
+  REQUIRE(b.ok());
+  const PartitionImage& q = b->FindTopic(kOrders)->partitions.at(0);
+  CHECK(q.leader == NodeId(2));
+  CHECK(q.leader_epoch == LeaderEpoch(1));
+  CHECK(q.partition_epoch == 2);
+  // The image it was applied to is unchanged.
+  CHECK(img.FindTopic(kOrders)->partitions.at(0).partition_epoch == 0);
+}
+
+TEST_CASE("an invalid record changes nothing and says why") {
+  MetadataImage img = Build(ClusterWithOrders());
+  struct Case {
+    const char* what;
+    MetadataRecord rec;
+    const char* needle;
+  };
+  Uuid unknown = *Uuid::Parse("AAAAAAAAAAAAAAAAAAAACQ");
+  std::vector<Case> cases = {
+      {"duplicate topic name", TopicRecord{"orders", RandomUuid()}, "exists"},
+      {"bad topic name", TopicRecord{"no/slash", RandomUuid()}, "TopicRecord"},
+      {"partition of an unknown topic",
+       PartitionRecord{
+           PartitionId(0), unknown, {NodeId(1)}, {NodeId(1)}, NodeId(1), LeaderEpoch(0), 0},
+       "unknown topic"},
+      {"empty ISR",
+       PartitionChangeRecord{PartitionId(0), kOrders, std::vector<NodeId>{},
+                             NodeId(kNoLeaderChange), std::nullopt},
+       "empty ISR"},
+      {"leader outside the ISR",
+       PartitionChangeRecord{PartitionId(0), kOrders, std::nullopt, NodeId(3), std::nullopt},
+       "not in the ISR"},
+      {"fence of an unknown broker", FenceBrokerRecord{NodeId(9)}, "unknown broker"},
+      {"remove of an unknown topic", RemoveTopicRecord{unknown}, "unknown topic"},
+      {"config of an unknown topic",
+       ConfigRecord{ConfigResource::kTopic, "nope", "retention.ms", std::string("1")},
+       "unknown topic"},
+      {"producer ids going back", ProducerIdsRecord{NodeId(1), ProducerId(10)}, "advance"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    // Valid records before the invalid one are not applied either: all or nothing.
+    auto r = img.Apply({FenceBrokerRecord{NodeId(1)}, c.rec});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Status::Code::kInvalidArgument);
+    CHECK(r.status().message().find(c.needle) != std::string::npos);
+    CHECK(r.status().message().find("record 1 of 2") != std::string::npos);
+  }
+  CHECK_FALSE(img.brokers().at(1).fenced);
+}
+
+TEST_CASE("removing a topic removes its partitions and configs, and its name can be reused") {
+  MetadataImage img = Build(ClusterWithOrders());
+  auto gone = img.Apply({RemoveTopicRecord{kOrders}});
+  REQUIRE(gone.ok());
+  CHECK(gone->FindTopic("orders") == nullptr);
+  CHECK(gone->configs(ConfigResource::kTopic, "orders").empty());
+  auto again = gone->Apply({TopicRecord{"orders", RandomUuid()}});
+  REQUIRE(again.ok());
+  CHECK(again->FindTopic("orders")->id != kOrders);
+}
+
+TEST_CASE("an image written as records and applied to an empty image is equal to it") {
+  MetadataImage img = Build(ClusterWithOrders());
+  auto changed = img.Apply(
+      {FenceBrokerRecord{NodeId(3)},
+       PartitionChangeRecord{PartitionId(2), kOrders, std::nullopt, NodeId(1), std::nullopt},
+       ConfigRecord{ConfigResource::kTopic, "orders", "cleanup.policy", std::nullopt}});
+  REQUIRE(changed.ok());
+  MetadataImage restored = Build(changed->ToRecords());
+  CHECK(restored == *changed);
+  CHECK_FALSE(restored == img);
+
+  MetadataStateMachine sm, other;
+  CHECK(DecodeApplyResult(sm.Apply(EncodeCommand(ClusterWithOrders()))).ok());
+  REQUIRE(other.Restore(sm.Snapshot()).ok());
+  CHECK(*other.image() == *sm.image());
+  CHECK(other.Snapshot() == sm.Snapshot());
+}
+
+TEST_CASE("the metadata state machine never fails an apply: bad commands leave the image alone") {
+  MetadataStateMachine sm;
+  auto before = sm.image();
+  Status undecodable = DecodeApplyResult(sm.Apply("\x00\x00\x00\x01garbage"));
+  CHECK(undecodable.code() == Status::Code::kCorruption);
+  std::string newer = EncodeCommand({FenceBrokerRecord{NodeId(1)}});
+  newer[4 + 4 + 4] = 3;  // FenceBrokerRecord version 3
+  Status unknown_version = DecodeApplyResult(sm.Apply(newer));
+  CHECK_FALSE(unknown_version.ok());
+  CHECK(unknown_version.message().find("version 3") != std::string::npos);
+  Status refused = DecodeApplyResult(sm.Apply(EncodeCommand({FenceBrokerRecord{NodeId(1)}})));
+  CHECK(refused.code() == Status::Code::kInvalidArgument);
+  CHECK(sm.image() == before);  // the same image object: nothing was swapped
+  CHECK(DecodeApplyResult(sm.Apply(EncodeCommand(ClusterWithOrders()))).ok());
+  CHECK(sm.image() != before);
+  CHECK(before->topics().empty());  // a held image never changes
+}
+
+TEST_CASE("a metadata state machine restored from a damaged snapshot reports it") {
+  MetadataStateMachine sm;
+  CHECK_FALSE(sm.Restore("\x00\x00\x00\x02").ok());
+  std::string bad = EncodeCommand({PartitionRecord{
+      PartitionId(0), kOrders, {NodeId(1)}, {NodeId(1)}, NodeId(1), LeaderEpoch(0), 0}});
+  CHECK(sm.Restore(bad).code() == Status::Code::kCorruption);
+}
+
+TEST_CASE("three quorum nodes apply metadata commands into equal images") {
+  using namespace silt::cluster::testing;
+  char tmpl[] = "/tmp/silt-raft-meta-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  ExecutorThread exec;
+  std::vector<Voter> voters;
+  for (int i = 1; i <= 3; ++i) voters.push_back(Voter{NodeId(i), "127.0.0.1", FreePort()});
+  MetadataStateMachine sms[3];
+  std::vector<std::unique_ptr<RaftQuorum>> nodes;
+  for (int i = 0; i < 3; ++i) {
+    RaftQuorumOptions o;
+    o.node_id = voters[i].id;
+    o.voters = voters;
+    o.raft_dir = dir + "/n" + std::to_string(i + 1);
+    o.state_machine = &sms[i];
+    o.executor = exec.executor();
+    o.election_timeout_ms = 500;
+    o.heartbeat_timeout_ms = 50;
+    auto q = RaftQuorum::Start(std::move(o));
+    REQUIRE(q.ok());
+    nodes.push_back(std::move(q).value());
+  }
+  auto propose = [&](std::vector<MetadataRecord> recs) {
+    ProposeResult last;
+    RequestId id = RandomUuid();
+    WaitUntil(
+        [&] {
+          for (auto& n : nodes) {
+            if (!n->IsReadyLeader()) continue;
+            auto p = std::make_shared<std::promise<ProposeResult>>();
+            n->Propose(id, EncodeCommand(recs), [p](ProposeResult r) { p->set_value(r); });
+            auto f = p->get_future();
+            if (f.wait_for(10s) != std::future_status::ready) return false;
+            last = f.get();
+            return last.outcome == ProposeOutcome::kApplied;
+          }
+          return false;
+        },
+        15s);
+    return last;
+  };
+  ProposeResult ok = propose(ClusterWithOrders());
+  REQUIRE(ok.outcome == ProposeOutcome::kApplied);
+  CHECK(DecodeApplyResult(ok.result).ok());
+  ProposeResult refused = propose({TopicRecord{"orders", RandomUuid()}});
+  REQUIRE(refused.outcome == ProposeOutcome::kApplied);  // committed, and refused by the image
+  CHECK(DecodeApplyResult(refused.result).code() == Status::Code::kInvalidArgument);
+  REQUIRE(WaitUntil(
+      [&] {
+        for (auto& sm : sms) {
+          if (sm.image()->FindTopic("orders") == nullptr) return false;
+        }
+        return true;
+      },
+      5s));
+  CHECK(*sms[0].image() == *sms[1].image());
+  CHECK(*sms[1].image() == *sms[2].image());
+  nodes.clear();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
