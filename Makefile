@@ -48,15 +48,17 @@ TSAN_ENV   := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error
 
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) $(SAN_CMAKE) -DSILT_SANITIZE=address
-	cmake --build $(ASAN_BUILD) -j $(JOBS) --target silt_unit_tests silt_broker_tests
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target silt_unit_tests silt_broker_tests silt_cluster_tests
 	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_unit_tests --no-version
 	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_broker_tests --no-version
+	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_cluster_tests --no-version
 
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) $(SAN_CMAKE) -DSILT_SANITIZE=thread
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target silt_broker_tests silt_unit_tests
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target silt_broker_tests silt_unit_tests silt_cluster_tests
 	$(TSAN_ENV) $(TSAN_BUILD)/tests/silt_broker_tests --no-version
 	$(TSAN_ENV) $(TSAN_BUILD)/tests/silt_unit_tests --no-version
+	$(TSAN_ENV) $(TSAN_BUILD)/tests/silt_cluster_tests --no-version
 
 # libFuzzer needs clang and its runtime; scripts/deps.sh installs them when missing.
 fuzz-build:
