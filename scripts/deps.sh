@@ -11,6 +11,9 @@ PKGS="${SILT_EXTRA_PKGS:-} cmake ninja-build g++ ccache pkg-config \
 
 # kafkajs (tests/interop) installs with npm: Debian's nodejs comes without it, NodeSource's with.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
+# kafka-node's snappy module (tests/interop) is built against Node's headers: NodeSource's nodejs
+# ships them, Debian's are in libnode-dev.
+[ -f /usr/include/node/node.h ] || PKGS="$PKGS libnode-dev"
 
 missing=""
 for p in $PKGS; do
