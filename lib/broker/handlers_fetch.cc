@@ -35,10 +35,10 @@ ErrorCode DownConvertRead(const FileSlice& slice, int16_t version, int64_t fetch
   o.allow_partial = version <= 2;
   format::DownConverted dc;
   s = format::DownConvert(data, o, &dc);
-  if (s.code() == Status::Code::kUnsupported) return ErrorCode::UNSUPPORTED_COMPRESSION_TYPE;
+  // Unsupported (zstd, which magic 0/1 cannot carry) is UNSUPPORTED_COMPRESSION_TYPE.
   if (!s.ok()) {
-    LogError("fetch down-conversion: " + s.ToString());
-    return ErrorCode::CORRUPT_MESSAGE;
+    if (s.code() != Status::Code::kUnsupported) LogError("fetch down-conversion: " + s.ToString());
+    return protocol::ErrorCodeFromStatus(s);
   }
   *out = std::move(dc.data);
   return ErrorCode::NONE;
@@ -96,8 +96,8 @@ class DelayedFetch : public DelayedOperation {
         int64_t limit = std::min<int64_t>(p.partition_max_bytes, budget - total);
         bool room = budget - total > 0 || total == 0;
         // The first partition with data returns at least one whole batch, however large, so a
-        // consumer always makes progress (KIP-74).
-        // A down-conversion reads at least one batch: its messages, not the batch, must fit.
+        // consumer always makes progress (KIP-74). A down-conversion (v0-3) reads at least one
+        // batch for every partition: what must fit is its converted messages, not the batch.
         bool read_one = room && (total == 0 || (version < 4 && limit > 0));
         PartitionRead r = part->Read(Offset(p.fetch_offset), room ? std::max<int64_t>(limit, 0) : 0,
                                      /*min_one=*/read_one, ReadIsolation::kCommitted);
