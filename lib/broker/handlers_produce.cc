@@ -59,10 +59,8 @@ PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::s
     format::UpConvertOptions up_options;
     up_options.max_size = cfg.max_message_bytes;
     auto up = format::UpConvertMessageSet(bytes, up_options);
-    if (!up.ok()) {
-      return fail(up.status().IsTooLarge() ? ErrorCode::MESSAGE_TOO_LARGE : ErrorCode::CORRUPT_MESSAGE,
-                  up.status().message());
-    }
+    // A bad CRC or message is CORRUPT_MESSAGE, a wrapper inflating too far MESSAGE_TOO_LARGE.
+    if (!up.ok()) return fail(protocol::ErrorCodeFromStatus(up.status()), up.status().message());
     converted = std::move(up->batch);
     bytes = converted;
   }
