@@ -14,6 +14,10 @@ using protocol::ErrorCode;
 
 namespace {
 
+// Down-converted record data is built in memory: a Fetch v0-3 response holds at most this many
+// bytes of it (Kafka's fetch.max.bytes default, which bounds these versions in Kafka too).
+constexpr int64_t kDownConvertMaxBytes = 55LL * 1024 * 1024;
+
 // Fetch v0-3: the read's batches as the legacy messages these versions carry (magic 0 for v0-1,
 // magic 1 for v2-3), at most `limit` bytes of whole messages from `fetch_offset` on. Memory is
 // the read (at most one batch above `limit`) plus one batch's records. v3 (KIP-74) sends the
@@ -75,6 +79,7 @@ class DelayedFetch : public DelayedOperation {
     std::deque<std::string> converted;  // down-converted record sets (Fetch v0-3)
     int64_t total = 0;
     int64_t budget = request_.max_bytes > 0 ? request_.max_bytes : 0;
+    if (version < 4) budget = std::min(budget, kDownConvertMaxBytes);
     bool error = false;
     size_t k = 0;
     for (const auto& t : request_.topics) {
