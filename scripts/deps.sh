@@ -6,10 +6,14 @@ set -eu
 PKGS="${SILT_EXTRA_PKGS:-} cmake ninja-build g++ ccache pkg-config \
   libcli11-dev nlohmann-json3-dev doctest-dev zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev \
   libisal-dev libasio-dev libraft-dev libuv1-dev \
-  kcat python3 python3-confluent-kafka python3-kafka python3-snappy nodejs"
+  kcat python3 python3-confluent-kafka python3-kafka python3-snappy nodejs \
+  golang-go golang-github-segmentio-kafka-go-dev"
 
 # kafkajs (tests/interop) installs with npm: Debian's nodejs comes without it, NodeSource's with.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
+# kafka-node's snappy module (tests/interop) is built against Node's headers: NodeSource's nodejs
+# ships them, Debian's are in libnode-dev.
+[ -f /usr/include/node/node.h ] || PKGS="$PKGS libnode-dev"
 
 missing=""
 for p in $PKGS; do

@@ -1,7 +1,11 @@
-// Fetch (long polling, zero-copy record data) and ListOffsets.
+// Fetch (long polling, zero-copy record data; v0-3 down-converted to legacy messages) and
+// ListOffsets.
+#include <deque>
+
 #include "broker/delayed_operation.h"
 #include "broker/handlers.h"
 #include "broker/logging.h"
+#include "format/legacy_convert.h"
 #include "protocol/messages.h"
 
 namespace silt::broker {
@@ -9,6 +13,40 @@ namespace silt::broker {
 using protocol::ErrorCode;
 
 namespace {
+
+// Down-converted record data is built in memory: a Fetch v0-3 response holds at most this many
+// bytes of it (Kafka's fetch.max.bytes default, which bounds these versions in Kafka too).
+constexpr int64_t kDownConvertMaxBytes = 55LL * 1024 * 1024;
+
+// Fetch v0-3: the read's batches as the legacy messages these versions carry (magic 0 for v0-1,
+// magic 1 for v2-3), at most `limit` bytes of whole messages from `fetch_offset` on. Memory is
+// the read (at most one batch above `limit`) plus one batch's records. v3 (KIP-74) sends the
+// first message of the response whole whatever its size; v0-2 send a partial first message
+// instead, from which an old consumer learns to ask for more.
+ErrorCode DownConvertRead(const FileSlice& slice, int16_t version, int64_t fetch_offset,
+                          int64_t limit, bool first_of_response, std::string* out) {
+  std::string data;
+  Status s = slice.file->PRead(slice.position, static_cast<size_t>(slice.length), &data);
+  if (!s.ok()) {
+    LogError("fetch read for down-conversion: " + s.ToString());
+    return ErrorCode::KAFKA_STORAGE_ERROR;
+  }
+  format::DownConvertOptions o;
+  o.magic = version <= 1 ? format::kMagicV0 : format::kMagicV1;
+  o.first_offset = fetch_offset;
+  o.max_bytes = limit;
+  o.min_one_message = version == 3 && first_of_response;
+  o.allow_partial = version <= 2;
+  format::DownConverted dc;
+  s = format::DownConvert(data, o, &dc);
+  // Unsupported (zstd, which magic 0/1 cannot carry) is UNSUPPORTED_COMPRESSION_TYPE.
+  if (!s.ok()) {
+    if (s.code() != Status::Code::kUnsupported) LogError("fetch down-conversion: " + s.ToString());
+    return protocol::ErrorCodeFromStatus(s);
+  }
+  *out = std::move(dc.data);
+  return ErrorCode::NONE;
+}
 
 // One Fetch request waiting for min_bytes of committed records or max_wait_ms. Lives on its
 // connection's strand; a move of any of its partitions' high watermarks re-evaluates it.
@@ -37,8 +75,11 @@ class DelayedFetch : public DelayedOperation {
   bool TryComplete(bool final) override {
     protocol::FetchResponse resp;
     std::vector<FileSlice> held;  // one per file-backed record set, in wire order
+    const int16_t version = req_->api_version;
+    std::deque<std::string> converted;  // down-converted record sets (Fetch v0-3)
     int64_t total = 0;
     int64_t budget = request_.max_bytes > 0 ? request_.max_bytes : 0;
+    if (version < 4) budget = std::min(budget, kDownConvertMaxBytes);
     bool error = false;
     size_t k = 0;
     for (const auto& t : request_.topics) {
@@ -60,9 +101,11 @@ class DelayedFetch : public DelayedOperation {
         int64_t limit = std::min<int64_t>(p.partition_max_bytes, budget - total);
         bool room = budget - total > 0 || total == 0;
         // The first partition with data returns at least one whole batch, however large, so a
-        // consumer always makes progress (KIP-74).
+        // consumer always makes progress (KIP-74). A down-conversion (v0-3) reads at least one
+        // batch for every partition: what must fit is its converted messages, not the batch.
+        bool read_one = room && (total == 0 || (version < 4 && limit > 0));
         PartitionRead r = part->Read(Offset(p.fetch_offset), room ? std::max<int64_t>(limit, 0) : 0,
-                                     /*min_one=*/room && total == 0, ReadIsolation::kCommitted);
+                                     /*min_one=*/read_one, ReadIsolation::kCommitted);
         pr.error_code = Wire(r.error);
         pr.high_watermark = r.high_watermark.value();
         // No transactions: the last stable offset is the high watermark.
@@ -71,6 +114,17 @@ class DelayedFetch : public DelayedOperation {
         if (r.error != ErrorCode::NONE) {
           error = true;
           if (r.error == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION) pr.high_watermark = -1;
+        } else if (r.records && version < 4) {
+          std::string& out = converted.emplace_back();
+          ErrorCode c = DownConvertRead(*r.records, version, p.fetch_offset,
+                                        std::max<int64_t>(limit, 0), total == 0, &out);
+          if (c != ErrorCode::NONE) {
+            pr.error_code = Wire(c);
+            error = true;
+          } else {
+            pr.records.bytes = std::string_view(out);
+            total += static_cast<int64_t>(out.size());
+          }
         } else if (r.records) {
           pr.records.bytes.reset();
           pr.records.file = protocol::FileSlice{r.records->file->fd(), r.records->position,

@@ -3,6 +3,7 @@
 #include "broker/delayed_operation.h"
 #include "broker/handlers.h"
 #include "broker/logging.h"
+#include "format/legacy_convert.h"
 #include "format/record_batch.h"
 #include "protocol/messages.h"
 
@@ -49,9 +50,19 @@ PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::s
                 "record set of " + std::to_string(bytes.size()) + " bytes exceeds max.message.bytes " +
                     std::to_string(cfg.max_message_bytes));
   }
+  // Produce v0-2 carry legacy message sets (magic 0/1): stored as one v2 batch built from
+  // them, which then goes through the same checks and append as a v2 producer's.
+  std::string converted;
   if (bytes.size() >= static_cast<size_t>(format::kMagicPrefixSize) &&
       bytes[format::kMagicOffset] != format::kMagicV2) {
-    return fail(ErrorCode::INVALID_RECORD, "only magic 2 record batches are accepted");
+    if (version >= 3) return fail(ErrorCode::INVALID_RECORD, "only magic 2 record batches are accepted");
+    format::UpConvertOptions up_options;
+    up_options.max_size = cfg.max_message_bytes;
+    auto up = format::UpConvertMessageSet(bytes, up_options);
+    // A bad CRC or message is CORRUPT_MESSAGE, a wrapper inflating too far MESSAGE_TOO_LARGE.
+    if (!up.ok()) return fail(protocol::ErrorCodeFromStatus(up.status()), up.status().message());
+    converted = std::move(up->batch);
+    bytes = converted;
   }
   format::ValidateLimits limits;
   limits.max_batch_size = cfg.max_message_bytes;
@@ -87,7 +98,8 @@ PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::s
 
   // The batch is appended where it was received: the request owns its frame, and nothing
   // reads these bytes after the append patches baseOffset into them.
-  ProduceAppend a = part.AppendFromProducer(req.mutable_bytes(view->bytes()), view->bytes().size(), cfg);
+  char* batch = converted.empty() ? req.mutable_bytes(view->bytes()) : converted.data();
+  ProduceAppend a = part.AppendFromProducer(batch, view->bytes().size(), cfg);
   if (a.error == ErrorCode::INVALID_RECORD && version < 8) a.error = ErrorCode::CORRUPT_MESSAGE;
   out.error = a.error;
   out.message = std::move(a.message);

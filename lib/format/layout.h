@@ -38,7 +38,8 @@
 // The CRC does not cover baseOffset, batchLength, partitionLeaderEpoch or magic, so offsets and
 // epochs can be assigned without recomputing it; validation must check those fields itself.
 //
-// Legacy message sets (magic 0 and 1), read-only:
+// Legacy message sets (magic 0 and 1), never stored; read from old logs and converted to and
+// from v2 for old clients (format/legacy_convert.h):
 //
 //   offset: int64, messageSize: int32, then the message:
 //   crc: uint32 (CRC-32, IEEE, of magic..end), magic: int8, attributes: int8 (bits 0-2 codec),

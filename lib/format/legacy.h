@@ -1,5 +1,6 @@
 // Reading the legacy message formats (magic 0 and 1) and walking logs that mix them with
-// RecordBatch v2. Layouts are in format/layout.h; silt never writes these formats.
+// RecordBatch v2. Layouts are in format/layout.h; silt stores only v2, and writes these formats
+// only for old clients (format/legacy_convert.h).
 //
 // A legacy message set is a sequence of entries
 //   offset: int64, messageSize: int32, message: crc, magic, attributes, [timestamp], key, value

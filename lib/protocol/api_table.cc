@@ -11,8 +11,8 @@ namespace {
 // of Kafka's message schemas (clients/src/main/resources/common/message/*Request.json).
 constexpr std::array kApis = {
     //      key                         name                   min max flex
-    ApiInfo{ApiKey::kProduce,           "Produce",             3,  8,  9},
-    ApiInfo{ApiKey::kFetch,             "Fetch",               4,  11, 12},
+    ApiInfo{ApiKey::kProduce,           "Produce",             0,  8,  9},
+    ApiInfo{ApiKey::kFetch,             "Fetch",               0,  11, 12},
     ApiInfo{ApiKey::kListOffsets,       "ListOffsets",         0,  5,  6},
     ApiInfo{ApiKey::kMetadata,          "Metadata",            0, 12,  9},
     ApiInfo{ApiKey::kOffsetCommit,      "OffsetCommit",        0,  7,  8},

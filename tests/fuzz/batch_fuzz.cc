@@ -2,7 +2,8 @@
 // The input goes through every reader format/ has: RecordBatchView::Parse, Validate and
 // ForEachRecord (CRC not checked, so mutations reach the records; then checked, as produce
 // does), each codec's Decompress, the legacy (magic 0/1) message readers, and the mixed-log
-// reader. Any input may be rejected with a Status, none may crash or read out of bounds.
+// reader, and the conversions for old clients (legacy set -> v2 batch, log -> magic 0/1).
+// Any input may be rejected with a Status, none may crash or read out of bounds.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "format/compression.h"
 #include "format/legacy.h"
+#include "format/legacy_convert.h"
 #include "format/record_batch.h"
 
 using namespace silt;
@@ -90,5 +92,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sink = TouchRecord(r.record);
     return true;
   });
+
+  UpConvertOptions up;
+  up.max_size = kMaxInflate;
+  auto converted = UpConvertMessageSet(in, up);
+  if (converted.ok()) Batches(converted->batch, /*verify_crc=*/true);
+  for (int8_t magic : {kMagicV0, kMagicV1}) {
+    DownConvertOptions down;
+    down.magic = magic;
+    down.max_bytes = static_cast<int64_t>(size) + 64;
+    down.max_uncompressed_size = kMaxInflate;
+    down.allow_partial = magic == kMagicV0;
+    down.min_one_message = magic == kMagicV1;
+    DownConverted out;
+    if (DownConvert(in, down, &out).ok()) {
+      sink = Touch(out.data);
+      (void)ForEachLegacyMessage(out.data, legacy, visit);
+    }
+  }
   return 0;
 }
