@@ -56,7 +56,11 @@ class LocalAdmin : public Admin {
   }
   Status DeleteTopic(const std::string& topic) override {
     Status s = dir_->DeleteTopic(topic);
-    return s.IsNotFound() ? NoTopic(topic) : s;
+    if (s.IsNotFound()) return NoTopic(topic);
+    // A command exits with the files gone, not merely renamed for the background thread (which
+    // the data dir's close would stop, leaving them to the next open).
+    if (s.ok()) dir_->WaitForDeletions();
+    return s;
   }
   Status CreatePartitions(const std::string& topic, int32_t total) override {
     Status s = dir_->AddPartitions(topic, total);
