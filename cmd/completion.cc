@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cmd/command.h"
+#include "cmd/usage.h"
 
 namespace silt::cmd {
 namespace {
@@ -171,7 +172,7 @@ RunFn RegisterCompletion(CLI::App* sub, GlobalOptions*) {
   auto shell = std::make_shared<std::string>();
   sub->add_option("shell", *shell, "the shell: bash, zsh or fish")
       ->required()
-      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+      ->check(OneOf({"bash", "zsh", "fish"}));
   return [sub, shell]() {
     const CLI::App* root = sub;
     while (root->get_parent()) root = root->get_parent();

@@ -20,6 +20,7 @@
 #include "client/record_format.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
+#include "cmd/usage.h"
 #include "cmd/net_util.h"
 #include "format/record_batch.h"
 #include "offsets/local.h"
@@ -135,10 +136,10 @@ RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("-t,--topic", a->topic, "topic to read")->required();
   sub->add_option("-p,--partition", a->partitions, "read only partition N (repeatable)")
       ->allow_extra_args(false)
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   sub->add_option("-o,--offset", a->offset, "start at beginning, end, N, -N or @TIME (default beginning)");
   sub->add_flag("-f,--follow", a->follow, "keep waiting for new records, like tail -f");
-  sub->add_option("-c,--count", a->count, "stop after N records")->check(CLI::NonNegativeNumber);
+  sub->add_option("-c,--count", a->count, "stop after N records")->check(NonNegative());
   sub->add_option("--format", a->format, "text (the value), json, or a template of %t %p %o %k %s %T %h");
   sub->add_option("-g,--group", a->group,
                   "consumer group: resume after its recorded position and record the new one");

@@ -16,6 +16,7 @@
 #include "client/table.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
+#include "cmd/usage.h"
 #include "cmd/net_util.h"
 
 namespace silt::cmd {
@@ -250,14 +251,14 @@ RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g) {
 
   CLI::App* list = sub->add_subcommand("list", "list consumer groups");
   list->add_option("--format", a->format, "output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(OneOf({"text", "json"}));
   AddDataDirOption(list, g);
   AddBootstrapOption(list, g);
 
   CLI::App* describe = sub->add_subcommand("describe", "committed offset, log end and lag per partition");
   describe->add_option("group", a->group, "group name")->required();
   describe->add_option("--format", a->format, "output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(OneOf({"text", "json"}));
   AddDataDirOption(describe, g);
   AddBootstrapOption(describe, g);
 
@@ -272,7 +273,7 @@ RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g) {
   reset->add_option("--shift-by", a->shift_by, "by N (negative: back) from the current position");
   reset->add_flag("--execute", a->execute, "apply the plan (default: only print it)");
   reset->add_option("--format", a->format, "output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(OneOf({"text", "json"}));
   AddDataDirOption(reset, g);
   AddBootstrapOption(reset, g);
 

@@ -13,6 +13,7 @@
 
 #include "cmd/command.h"
 #include "cmd/commands.h"
+#include "cmd/usage.h"
 
 namespace silt::cmd {
 
@@ -57,9 +58,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Usage errors: one line on stderr, exit 2, as for every other error.
-    std::fprintf(stderr, "silt: error: %s\n", e.what());
-    std::fprintf(stderr, "Run 'silt --help' for usage.\n");
-    return kExitError;
+    return Fail(ExplainParseError(app, e, argc, argv));
   }
   if (!selected) return kExitError;
   return selected();

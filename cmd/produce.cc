@@ -22,6 +22,7 @@
 #include "protocol/consumer_offsets.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
+#include "cmd/usage.h"
 #include "cmd/net_util.h"
 #include "storage/data_dir.h"
 
@@ -309,22 +310,22 @@ RunFn RegisterProduce(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("-H,--header", a->headers, "header KEY=VALUE on every record (repeatable)")
       ->allow_extra_args(false);
   sub->add_option("-p,--partition", a->partition, "write every record to partition N")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   sub->add_option("--partitioner", a->partitioner,
                   "murmur2 (default; sticky for unkeyed records), round-robin or random")
-      ->check(CLI::IsMember({"murmur2", "round-robin", "random"}));
+      ->check(OneOf({"murmur2", "round-robin", "random"}));
   sub->add_option("-z,--compression", a->compression, "none, gzip, snappy, lz4 or zstd")
-      ->check(CLI::IsMember({"none", "gzip", "snappy", "lz4", "zstd"}));
+      ->check(OneOf({"none", "gzip", "snappy", "lz4", "zstd"}));
   sub->add_option("--format", a->format,
                   "input format: text (a record per line) or json (objects as consume prints)")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(OneOf({"text", "json"}));
   sub->add_option("--batch-size", a->batch_size, "close a batch at this many bytes (default 256 KiB)");
   sub->add_option("--linger-ms", a->linger_ms,
                   "when input pauses, write waiting records after MS milliseconds (default 5)");
   sub->add_flag("--no-create", a->no_create, "fail if the topic does not exist");
   sub->add_option("--acks", a->acks,
                   "with -b: acknowledgements to wait for: 0, 1 or all (default all)")
-      ->check(CLI::IsMember({"0", "1", "all", "-1"}));
+      ->check(OneOf({"0", "1", "all", "-1"}));
   sub->add_flag("--no-idempotence", a->no_idempotence,
                 "with -b: no producer id and sequence numbers (retries may then duplicate)");
   AddDataDirOption(sub, g);

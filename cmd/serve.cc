@@ -10,6 +10,7 @@
 #include "broker/logging.h"
 #include "broker/server.h"
 #include "cmd/command.h"
+#include "cmd/usage.h"
 
 namespace silt::cmd {
 namespace {
@@ -93,7 +94,7 @@ RunFn RegisterServe(CLI::App* sub, GlobalOptions* global) {
   sub->add_option("--advertised-listener", f->advertised,
                   "HOST:PORT clients are told to connect to (default: the bound address)");
   sub->add_option("--node-id", f->node_id, "this broker's node id (default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   sub->add_option("--set", f->sets, "set a broker config, key=value (repeatable)");
   sub->add_option("--log-level", f->log_level, "debug, info, warn or error (default info)");
   return [f, global] { return RunServe(*f, global); };

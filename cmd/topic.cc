@@ -15,8 +15,10 @@
 #include "client/table.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
+#include "cmd/usage.h"
 #include "cmd/net_util.h"
 #include "storage/data_dir.h"
+#include "storage/log_config.h"
 
 namespace silt::cmd {
 namespace {
@@ -30,6 +32,15 @@ struct TopicArgs {
   std::vector<std::string> delete_configs;
   std::string format = "text";
 };
+
+// A topic config key this build does not know, with the nearest one it does. Only offline: a
+// cluster may know keys silt does not, and says so itself.
+Status CheckConfigKey(const GlobalOptions& g, const std::string& key) {
+  if (NetworkMode(g) || storage::LogConfig::IsKnownKey(key)) return Status::OK();
+  std::vector<std::string> known;
+  for (const auto& [k, v] : storage::LogConfig().ToMap()) known.push_back(k);
+  return Status::InvalidArgument("unknown topic config '" + key + "'" + DidYouMean(key, known));
+}
 
 Result<std::map<std::string, std::string>> ParseConfigs(const std::vector<std::string>& kvs) {
   std::map<std::string, std::string> out;
@@ -199,14 +210,14 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
 
   CLI::App* list = sub->add_subcommand("list", "list topics");
   list->add_option("--format", a->format, "output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(OneOf({"text", "json"}));
   AddDataDirOption(list, g);
   AddBootstrapOption(list, g);
 
   CLI::App* describe = sub->add_subcommand("describe", "show partitions, offsets, sizes and configs");
   describe->add_option("name", a->name, "topic name")->required();
   describe->add_option("--format", a->format, "output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(OneOf({"text", "json"}));
   AddDataDirOption(describe, g);
   AddBootstrapOption(describe, g);
 
@@ -229,6 +240,14 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
 
   return [=]() {
     using Fn = int (*)(client::Admin*, const TopicArgs&);
+    // Config keys are checked before anything is opened, so a typo changes nothing.
+    for (const auto& kv : a->configs) {
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) continue;  // ParseConfigs says what is wrong
+      if (Status st = CheckConfigKey(*g, kv.substr(0, eq)); !st.ok()) return Fail(st);
+    }
+    for (const auto& k : a->delete_configs)
+      if (Status st = CheckConfigKey(*g, k); !st.ok()) return Fail(st);
     auto run = [&](Fn fn, bool writable) {
       return WithAdmin(*g, writable, [&](client::Admin* admin) { return fn(admin, *a); });
     };
