@@ -86,6 +86,11 @@ Result<Source> OpenSource(const GlobalOptions& g, const ConsumeArgs& a,
 int Run(const GlobalOptions& g, const ConsumeArgs& a) {
   auto spec = client::ParseOffsetSpec(a.offset);
   if (!spec.ok()) return Fail(spec.status());
+  // A format with no %-token prints the same text for every record: a misspelt kind.
+  if (a.format != "text" && a.format != "json" && a.format.find('%') == std::string::npos)
+    return Fail("unknown format '" + a.format +
+                "': expected text, json or a template with %-tokens like '%k=%s\\n'" +
+                DidYouMean(a.format, {"text", "json"}));
   auto formatter = client::RecordFormatter::Parse(a.format);
   if (!formatter.ok()) return Fail(formatter.status());
   auto source = OpenSource(g, a, *spec);

@@ -12,6 +12,7 @@
 #include "base/file.h"
 #include "client/record_format.h"
 #include "cmd/command.h"
+#include "cmd/usage.h"
 #include "format/layout.h"
 #include "format/legacy.h"
 #include "format/producer_snapshot.h"
@@ -26,6 +27,7 @@ struct DumpFlags {
   std::vector<std::string> files;
   bool records = false;
   bool json = false;
+  std::string format = "text";
   bool shallow = false;
 };
 
@@ -408,9 +410,15 @@ RunFn RegisterDumpSegment(CLI::App* sub, GlobalOptions*) {
   sub->add_option("file", f->files, "segment files: .log, .index, .timeindex or .snapshot")
       ->required();
   sub->add_flag("--records", f->records, "print every record of each batch");
-  sub->add_flag("--json", f->json, "one JSON object per line per batch (records nested)");
+  sub->add_option("--format", f->format,
+                  "text, or json: one JSON object per line per batch (records nested)")
+      ->check(OneOf({"text", "json"}));
+  sub->add_flag("--json", f->json, "the same as --format json");
   sub->add_flag("--shallow", f->shallow, "do not decode records to validate batches");
-  return [f] { return Run(*f); };
+  return [f] {
+    if (f->format == "json") f->json = true;
+    return Run(*f);
+  };
 }
 
 }  // namespace silt::cmd

@@ -9,6 +9,7 @@
 
 #include "base/file.h"
 #include "cmd/command.h"
+#include "cmd/usage.h"
 #include "storage/verify.h"
 
 namespace silt::cmd {
@@ -18,6 +19,7 @@ struct VerifyFlags {
   std::vector<std::string> paths;
   bool repair = false;
   bool json = false;
+  std::string format = "text";
   bool quiet = false;
   bool shallow = false;
 };
@@ -83,7 +85,9 @@ int Run(const VerifyFlags& f, const GlobalOptions&) {
     records += s.records;
     bytes += s.file_size;
   }
-  if (f.json) {
+  if (f.quiet) {
+    // Problems only, in either format: the exit status says whether there were any.
+  } else if (f.json) {
     nlohmann::ordered_json j = {{"summary",
                          {{"files", report.files},
                           {"batches", batches},
@@ -93,7 +97,7 @@ int Run(const VerifyFlags& f, const GlobalOptions&) {
                           {"repaired", repaired},
                           {"clean", report.clean()}}}};
     std::cout << j.dump() << '\n';
-  } else if (!f.quiet) {
+  } else {
     std::cout << "checked " << report.files << " files, " << batches << " batches, " << records
               << " records, " << bytes << " bytes: ";
     if (report.clean())
@@ -117,11 +121,17 @@ RunFn RegisterVerifyCrc(CLI::App* sub, GlobalOptions* global) {
   sub->add_flag("--repair", f->repair,
                 "truncate each damaged segment at its first bad batch, quarantine the cut bytes "
                 "and later segments, rebuild indexes");
-  sub->add_flag("--json", f->json, "one JSON object per line: each problem, then a summary");
-  sub->add_flag("-q,--quiet", f->quiet, "print problems only, no summary line");
+  sub->add_option("--format", f->format,
+                  "text, or json: one JSON object per line, each problem, then a summary")
+      ->check(OneOf({"text", "json"}));
+  sub->add_flag("--json", f->json, "the same as --format json");
+  sub->add_flag("-q,--quiet", f->quiet, "print problems only, no summary (text or JSON)");
   sub->add_flag("--shallow", f->shallow,
                 "check batch headers and CRCs only, without decoding the records");
-  return [f, global] { return Run(*f, *global); };
+  return [f, global] {
+    if (f->format == "json") f->json = true;
+    return Run(*f, *global);
+  };
 }
 
 }  // namespace silt::cmd

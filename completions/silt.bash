@@ -39,8 +39,8 @@ _silt() {
     "group/describe") words="-h --help --format -d --data-dir -b --bootstrap-server" ;;
     "group/reset-offsets") words="-h --help --topic --to-earliest --to-latest --to-offset --to-datetime --shift-by --execute --format -d --data-dir -b --bootstrap-server" ;;
     "group/delete") words="-h --help -d --data-dir -b --bootstrap-server" ;;
-    "dump-segment") words="-h --help --records --json --shallow" ;;
-    "verify-crc") words="-h --help --repair --json -q --quiet --shallow" ;;
+    "dump-segment") words="-h --help --records --format --json --shallow" ;;
+    "verify-crc") words="-h --help --repair --format --json -q --quiet --shallow" ;;
     "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --node-id --set --log-level" ;;
     "completion") words="-h --help" ;;
   esac

@@ -317,7 +317,8 @@ _silt_dump_segment() {
     '-h[Print this help message and exit]'
     '--help[Print this help message and exit]'
     '--records[print every record of each batch]'
-    '--json[one JSON object per line per batch (records nested)]'
+    '--format[text, or json: one JSON object per line per batch (records nested)]:value:_files'
+    '--json[the same as --format json]'
     '--shallow[do not decode records to validate batches]'
   )
   subs=(
@@ -331,9 +332,10 @@ _silt_verify_crc() {
     '-h[Print this help message and exit]'
     '--help[Print this help message and exit]'
     '--repair[truncate each damaged segment at its first bad batch, quarantine the cut bytes and later segments, rebuild indexes]'
-    '--json[one JSON object per line: each problem, then a summary]'
-    '-q[print problems only, no summary line]'
-    '--quiet[print problems only, no summary line]'
+    '--format[text, or json: one JSON object per line, each problem, then a summary]:value:_files'
+    '--json[the same as --format json]'
+    '-q[print problems only, no summary (text or JSON)]'
+    '--quiet[print problems only, no summary (text or JSON)]'
     '--shallow[check batch headers and CRCs only, without decoding the records]'
   )
   subs=(
