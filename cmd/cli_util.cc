@@ -19,7 +19,19 @@ void AddDataDirOption(CLI::App* app, GlobalOptions* g) {
                   "data directory (default: $SILT_DATA_DIR, else ./silt-data)");
 }
 
+Status CheckCanCreateDataDir(const std::string& dir) {
+  if (IsDirectory(dir)) return Status::OK();
+  if (PathExists(dir))
+    return Status::InvalidArgument("data directory '" + dir + "' exists and is not a directory");
+  std::string parent = DirName(dir);
+  if (!IsDirectory(parent))
+    return Status::NotFound("cannot create data directory '" + dir + "': '" + parent +
+                            "' does not exist (create it first, or give another -d DIR)");
+  return Status::OK();
+}
+
 Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bool writable) {
+  if (writable) SILT_TRY(CheckCanCreateDataDir(g.data_dir));
   if (!writable && !IsDirectory(g.data_dir))
     return Status::NotFound("data directory '" + g.data_dir +
                             "' does not exist (use -d DIR or set SILT_DATA_DIR)");

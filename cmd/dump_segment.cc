@@ -373,11 +373,20 @@ Status DumpSnapshot(const std::string& path, const DumpFlags& f) {
   return Status::OK();
 }
 
+bool IsSegmentFileName(const std::string& path) {
+  return EndsWith(path, format::kLogSuffix) || EndsWith(path, format::kIndexSuffix) ||
+         EndsWith(path, format::kTimeIndexSuffix) || EndsWith(path, format::kSnapshotSuffix);
+}
+
 int Run(const DumpFlags& f) {
   storage::VerifyReport report;
   int rc = kExitOk;
   for (const auto& file : f.files) {
     if (IsDirectory(file)) return Fail(file + " is a directory; give segment files (.log, .index, .timeindex)");
+    if (!PathExists(file)) return Fail("no such file: " + file);
+    if (!IsSegmentFileName(file))
+      return Fail(file + " is not a segment file (expected a .log, .index, .timeindex or "
+                  ".snapshot file of a partition directory)");
     if (!f.json && f.files.size() > 1) std::cout << "Dumping " << file << '\n';
     Status s;
     if (EndsWith(file, format::kIndexSuffix)) s = DumpIndex(file, false, f, &report);

@@ -232,6 +232,10 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
     header_kv.emplace_back(h.substr(0, eq), h.substr(eq + 1));
   }
 
+  if (!NetworkMode(g)) {
+    if (Status st = CheckCanCreateDataDir(g.data_dir); !st.ok()) return Fail(st);
+  }
+
   // Open every input before writing anything, so a typo in a file name changes nothing.
   std::vector<std::pair<std::string, int>> inputs;
   int64_t total_bytes = 0;

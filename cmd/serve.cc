@@ -9,6 +9,7 @@
 #include "broker/config.h"
 #include "broker/logging.h"
 #include "broker/server.h"
+#include "cmd/cli_util.h"
 #include "cmd/command.h"
 #include "cmd/usage.h"
 
@@ -54,6 +55,7 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
     if (!s.ok()) return Fail("--advertised-listener: " + s.message());
   }
   if (f.node_id >= 0) config.node_id = f.node_id;
+  if (Status st = CheckCanCreateDataDir(config.data_dir); !st.ok()) return Fail(st);
   for (const std::string& k : config.ignored_keys) {
     broker::LogWarn("config key '" + k + "' has no effect on this broker; ignored");
   }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/file.h"
+#include "format/layout.h"
 #include "cmd/command.h"
 #include "cmd/usage.h"
 #include "storage/verify.h"
@@ -40,13 +41,51 @@ void PrintProblem(const storage::Problem& p, bool json) {
 // The partition directory a problem belongs to.
 std::string PartitionOf(const std::string& file) { return DirName(file); }
 
+bool IsSegmentFileName(const std::string& path) {
+  auto ends = [&](std::string_view suffix) {
+    return path.size() >= suffix.size() &&
+           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends(format::kLogSuffix) || ends(format::kIndexSuffix) ||
+         ends(format::kTimeIndexSuffix) || ends(format::kSnapshotSuffix);
+}
+
+void PrintSkipped(const std::string& path, bool json) {
+  static const char* kWhy = "not a segment file (.log, .index, .timeindex or .snapshot)";
+  if (json)
+    std::cout << nlohmann::ordered_json{{"skipped", path}, {"reason", kWhy}}.dump() << '\n';
+  else
+    std::cout << "skipped: " << path << ": " << kWhy << '\n';
+}
+
 int Run(const VerifyFlags& f, const GlobalOptions&) {
   storage::ScanOptions options;
   options.check_records = !f.shallow;
   storage::VerifyReport report;
+  std::vector<std::string> skipped;
   for (const auto& p : f.paths) {
+    if (PathExists(p) && !IsDirectory(p) && !IsSegmentFileName(p)) {
+      skipped.push_back(p);
+      continue;
+    }
+    const int64_t files_before = report.files;
     Status s = storage::VerifyPath(p, options, &report);
     if (!s.ok()) return Fail(s);
+    // A directory that holds no segment at all is a wrong path, not a clean log.
+    if (IsDirectory(p) && report.files == files_before) {
+      auto names = ListDir(p);
+      std::string held = names.ok() && !names->empty()
+                             ? " (it holds " + std::to_string(names->size()) +
+                                   " entries, none a partition directory or segment file)"
+                             : " (it is empty)";
+      return Fail("no segment files under " + p + held);
+    }
+  }
+  for (const auto& p : skipped) PrintSkipped(p, f.json);
+  if (skipped.size() == f.paths.size()) {
+    std::cout.flush();
+    return Fail(skipped.size() == 1 ? skipped[0] + " is not a segment file; nothing checked"
+                                    : "none of the paths is a segment file; nothing checked");
   }
   for (const auto& p : report.problems) PrintProblem(p, f.json);
 
