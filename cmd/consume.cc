@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "base/clock.h"
@@ -84,8 +86,16 @@ Result<Source> OpenSource(const GlobalOptions& g, const ConsumeArgs& a,
 
 // One loop for both modes: the consumer delivers, this formats and writes.
 int Run(const GlobalOptions& g, const ConsumeArgs& a) {
-  auto spec = client::ParseOffsetSpec(a.offset);
-  if (!spec.ok()) return Fail(spec.status());
+  auto range = client::ParseOffsetRange(a.offset);
+  if (!range.ok()) return Fail(range.status());
+  std::optional<client::OffsetSpec> end = range->end;
+  ConsumeArgs args = a;
+  // Up to the log end as it is now: what a run without -f reads.
+  if (end && end->kind == client::OffsetSpec::Kind::kEnd) {
+    args.follow = false;
+    end.reset();
+  }
+  const client::OffsetSpec* spec = &range->start;
   // A format with no %-token prints the same text for every record: a misspelt kind.
   if (a.format != "text" && a.format != "json" && a.format.find('%') == std::string::npos)
     return Fail("unknown format '" + a.format +
@@ -93,7 +103,7 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
                 DidYouMean(a.format, {"text", "json"}));
   auto formatter = client::RecordFormatter::Parse(a.format);
   if (!formatter.ok()) return Fail(formatter.status());
-  auto source = OpenSource(g, a, *spec);
+  auto source = OpenSource(g, args, *spec);
   if (!source.ok()) return Fail(source.status());
   client::Consumer& consumer = *source->consumer;
   if (a.count == 0) return kExitOk;
@@ -104,14 +114,34 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
   const std::string& topic = a.topic;
   int64_t delivered = 0;
   const int64_t limit = a.count;
+  // With a range END, each partition is done at its first record at or past END; the run is
+  // done when every partition is.
+  std::set<int32_t> open_partitions;
+  auto past_end = [&](const format::RecordView& r) {
+    if (end->kind == client::OffsetSpec::Kind::kAbsolute) return r.offset >= end->value;
+    return r.timestamp >= end->value;
+  };
+  if (end) {
+    for (const auto& [p, next] : consumer.Positions())
+      if (end->kind != client::OffsetSpec::Kind::kAbsolute || next < end->value)
+        open_partitions.insert(p);
+    if (open_partitions.empty()) return consumer.Close(true).ok() ? kExitOk : kExitError;
+  }
   auto fn = [&](int32_t partition, const format::RecordView& r) {
+    if (end) {
+      if (!open_partitions.count(partition)) return true;
+      if (past_end(r)) {
+        open_partitions.erase(partition);
+        return !open_partitions.empty();
+      }
+    }
     f.Append(topic, partition, r, out.buffer());
     ++delivered;
     if (!out.MaybeFlush()) return false;
     return limit < 0 || delivered < limit;
   };
   // Without a count to stop at, long stretches may be formatted on both cores.
-  if (limit < 0)
+  if (limit < 0 && !end)
     consumer.SetBulkOutput(
         [&f, &topic](int32_t partition, const format::RecordView& r, std::string* o) {
           f.Append(topic, partition, r, o);
@@ -142,10 +172,11 @@ RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("-p,--partition", a->partitions, "read only partition N (repeatable)")
       ->allow_extra_args(false)
       ->check(NonNegative());
-  sub->add_option("-o,--offset", a->offset, "start at beginning, end, N, -N or @TIME (default beginning)");
+  sub->add_option("-o,--offset", a->offset, "start at beginning, end, N, -N or @TIME, or read a range START:END (default beginning); "
+                  "TIME: seconds (below 1e11) or ms since the epoch, -1h, -15m, or ISO-8601");
   sub->add_flag("-f,--follow", a->follow, "keep waiting for new records, like tail -f");
   sub->add_option("-c,--count", a->count, "stop after N records")->check(NonNegative());
-  sub->add_option("--format", a->format, "text (the value), json, or a template of %t %p %o %k %s %T %h");
+  sub->add_option("--format", a->format, "text (the value), json, or a template of %t %p %o %k %s %T %T{iso} %h");
   sub->add_option("-g,--group", a->group,
                   "consumer group: resume after its recorded position and record the new one");
   AddDataDirOption(sub, g);

@@ -10,6 +10,7 @@
 
 #include "base/coding.h"
 #include "base/file.h"
+#include "client/offset_spec.h"
 #include "client/record_format.h"
 #include "cmd/command.h"
 #include "cmd/usage.h"
@@ -45,6 +46,13 @@ bool IsConsumerOffsetsFile(const std::string& path) {
     if (dir[i] < '0' || dir[i] > '9') return false;
   }
   return true;
+}
+
+// --iso-time: text output shows timestamps as ISO-8601 UTC instead of milliseconds.
+bool g_iso_time = false;
+
+std::string Time(int64_t ms) {
+  return g_iso_time && ms >= 0 ? client::FormatTimestampMs(ms) : std::to_string(ms);
 }
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
@@ -179,7 +187,7 @@ nlohmann::ordered_json ConsumerOffsetsJson(const format::RecordView& r) {
 
 std::string RecordText(const format::RecordView& r) {
   std::string s = "| offset: " + std::to_string(r.offset) +
-                  " timestamp: " + std::to_string(r.timestamp) +
+                  " timestamp: " + Time(r.timestamp) +
                   " keySize: " + std::to_string(r.key_null ? -1 : static_cast<int64_t>(r.key.size())) +
                   " valueSize: " +
                   std::to_string(r.value_null ? -1 : static_cast<int64_t>(r.value.size()));
@@ -237,8 +245,7 @@ Status DumpLog(const std::string& path, const DumpFlags& f, storage::VerifyRepor
                " crcValid: " + (e.crc_valid ? "true" : "false") + " partitionLeaderEpoch: " +
                std::to_string(h.partition_leader_epoch) + " " +
                (h.log_append_time() ? "LogAppendTime" : "CreateTime") + " baseTimestamp: " +
-               std::to_string(h.base_timestamp) + " maxTimestamp: " +
-               std::to_string(h.max_timestamp) + " producerId: " + std::to_string(h.producer_id) +
+               Time(h.base_timestamp) + " maxTimestamp: " + Time(h.max_timestamp) + " producerId: " + std::to_string(h.producer_id) +
                " producerEpoch: " + std::to_string(h.producer_epoch) + " baseSequence: " +
                std::to_string(h.base_sequence) + " isTransactional: " +
                (h.transactional() ? "true" : "false") + " isControl: " +
@@ -280,7 +287,7 @@ Status DumpLog(const std::string& path, const DumpFlags& f, storage::VerifyRepor
                " magic: " + std::to_string(e.magic) + " compression: " +
                LegacyCodec(e.legacy_attributes) + " crc: " + Hex32(e.crc) + " crcValid: " +
                (e.crc_valid ? "true" : "false");
-        if (e.magic == 1) line += " timestamp: " + std::to_string(e.timestamp);
+        if (e.magic == 1) line += " timestamp: " + Time(e.timestamp);
       }
       if (f.records) {
         nlohmann::ordered_json recs = nlohmann::ordered_json::array();
@@ -323,7 +330,7 @@ Status DumpIndex(const std::string& path, bool time, const DumpFlags& f,
       int64_t off = base + static_cast<int32_t>(DecodeBE32(e + 8));
       if (i > 0 && ts == 0 && off == base) break;  // preallocated, unused
       if (f.json) std::cout << nlohmann::ordered_json{{"timestamp", ts}, {"offset", off}}.dump() << '\n';
-      else std::cout << "timestamp: " << ts << " offset: " << off << '\n';
+      else std::cout << "timestamp: " << Time(ts) << " offset: " << off << '\n';
     } else {
       int64_t off = base + static_cast<int32_t>(DecodeBE32(e));
       int32_t pos = static_cast<int32_t>(DecodeBE32(e + 4));
@@ -365,7 +372,7 @@ Status DumpSnapshot(const std::string& path, const DumpFlags& f) {
     } else {
       std::cout << "producer_id: " << e.producer_id << " epoch: " << e.epoch
                 << " last_sequence: " << e.last_sequence << " last_offset: " << e.last_offset
-                << " offset_delta: " << e.offset_delta << " timestamp: " << e.timestamp
+                << " offset_delta: " << e.offset_delta << " timestamp: " << Time(e.timestamp)
                 << " coordinator_epoch: " << e.coordinator_epoch
                 << " current_txn_first_offset: " << e.current_txn_first_offset << '\n';
     }
@@ -424,6 +431,8 @@ RunFn RegisterDumpSegment(CLI::App* sub, GlobalOptions*) {
       ->check(OneOf({"text", "json"}));
   sub->add_flag("--json", f->json, "the same as --format json");
   sub->add_flag("--shallow", f->shallow, "do not decode records to validate batches");
+  sub->add_flag("--iso-time", g_iso_time,
+                "text output: timestamps as ISO-8601 UTC instead of milliseconds");
   return [f] {
     if (f->format == "json") f->json = true;
     return Run(*f);

@@ -79,13 +79,13 @@ _silt_consume() {
     '--topic[topic to read]:value:_files'
     '-p[read only partition N (repeatable)]:value:_files'
     '--partition[read only partition N (repeatable)]:value:_files'
-    '-o[start at beginning, end, N, -N or @TIME (default beginning)]:value:_files'
-    '--offset[start at beginning, end, N, -N or @TIME (default beginning)]:value:_files'
+    '-o[start at beginning, end, N, -N or @TIME, or read a range START:END (default beginning); TIME: seconds (below 1e11) or ms since the epoch, -1h, -15m, or ISO-8601]:value:_files'
+    '--offset[start at beginning, end, N, -N or @TIME, or read a range START:END (default beginning); TIME: seconds (below 1e11) or ms since the epoch, -1h, -15m, or ISO-8601]:value:_files'
     '-f[keep waiting for new records, like tail -f]'
     '--follow[keep waiting for new records, like tail -f]'
     '-c[stop after N records]:value:_files'
     '--count[stop after N records]:value:_files'
-    '--format[text (the value), json, or a template of %t %p %o %k %s %T %h]:value:_files'
+    '--format[text (the value), json, or a template of %t %p %o %k %s %T %T{iso} %h]:value:_files'
     '-g[consumer group: resume after its recorded position and record the new one]:value:_files'
     '--group[consumer group: resume after its recorded position and record the new one]:value:_files'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files'
@@ -282,7 +282,7 @@ _silt_group_reset_offsets() {
     '--to-earliest[to each partition\'s log start]'
     '--to-latest[to each partition\'s log end]'
     '--to-offset[to offset N (clamped into the log)]:value:_files'
-    '--to-datetime[to the first record at or after TIME (ms since the epoch or ISO-8601)]:value:_files'
+    '--to-datetime[to the first record at or after TIME (seconds below 1e11 or ms since the epoch, -1h, or ISO-8601)]:value:_files'
     '--shift-by[by N (negative: back) from the current position]:value:_files'
     '--execute[apply the plan (default: only print it)]'
     '--format[output format: text or json]:value:_files'
@@ -320,6 +320,7 @@ _silt_dump_segment() {
     '--format[text, or json: one JSON object per line per batch (records nested)]:value:_files'
     '--json[the same as --format json]'
     '--shallow[do not decode records to validate batches]'
+    '--iso-time[text output: timestamps as ISO-8601 UTC instead of milliseconds]'
   )
   subs=(
   )
