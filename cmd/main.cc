@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cmd/command.h"
 #include "cmd/commands.h"
@@ -29,6 +31,36 @@ std::string DefaultDataDir() {
   const char* env = std::getenv("SILT_DATA_DIR");
   return env && *env ? env : "./silt-data";
 }
+
+namespace {
+
+// The two modes do not mix: -b works over the network, -d on a local data directory; and flags
+// whose help starts "with -b:" mean nothing without it. "" when the command line is consistent.
+std::string CheckModeFlags(const CLI::App& root) {
+  bool network = false, data_dir = false;
+  std::vector<std::string> network_only;
+  for (const CLI::App* a = &root; a;) {
+    for (const CLI::Option* o : a->get_options()) {
+      if (o->count() == 0) continue;
+      const auto& longs = o->get_lnames();
+      const std::string name = longs.empty() ? o->get_name() : "--" + longs[0];
+      if (name == "--bootstrap-server") network = true;
+      if (name == "--data-dir" && a->get_name() != "serve") data_dir = true;
+      if (o->get_description().rfind("with -b:", 0) == 0) network_only.push_back(name);
+    }
+    auto subs = a->get_subcommands();
+    a = subs.empty() ? nullptr : subs[0];
+  }
+  if (network && data_dir)
+    return "-b and -d cannot be used together: -b works against a cluster over the network, -d "
+           "on a local data directory";
+  if (!network && !network_only.empty())
+    return network_only[0] + " only means something with -b (against a cluster); without -b the "
+           "data directory is used directly";
+  return "";
+}
+
+}  // namespace
 
 }  // namespace silt::cmd
 
@@ -61,5 +93,6 @@ int main(int argc, char** argv) {
     return Fail(ExplainParseError(app, e, argc, argv));
   }
   if (!selected) return kExitError;
+  if (std::string why = CheckModeFlags(app); !why.empty()) return Fail(why);
   return selected();
 }

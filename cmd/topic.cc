@@ -23,6 +23,11 @@
 namespace silt::cmd {
 namespace {
 
+// Most partitions a topic of a data directory may have. Kafka's guidance is a few thousand
+// partitions per broker (4000, with each partition a directory of open files); a data directory
+// is one broker.
+constexpr int32_t kMaxLocalPartitions = 4000;
+
 struct TopicArgs {
   std::string name;
   int32_t partitions = 1;
@@ -248,6 +253,14 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
     }
     for (const auto& k : a->delete_configs)
       if (Status st = CheckConfigKey(*g, k); !st.ok()) return Fail(st);
+    // One data directory is one broker: keep it within what a Kafka broker handles well.
+    if (!NetworkMode(*g)) {
+      const int32_t asked = create->parsed() ? a->partitions : a->new_partitions;
+      if ((create->parsed() || alter->parsed()) && asked > kMaxLocalPartitions)
+        return Fail("--partitions " + std::to_string(asked) + " is more than a data directory "
+                    "takes (at most " + std::to_string(kMaxLocalPartitions) +
+                    " per topic, as for one Kafka broker)");
+    }
     auto run = [&](Fn fn, bool writable) {
       return WithAdmin(*g, writable, [&](client::Admin* admin) { return fn(admin, *a); });
     };
