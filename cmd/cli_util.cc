@@ -16,7 +16,8 @@ namespace silt::cmd {
 
 void AddDataDirOption(CLI::App* app, GlobalOptions* g) {
   app->add_option("-d,--data-dir", g->data_dir,
-                  "data directory (default: $SILT_DATA_DIR, else ./silt-data)");
+                  "data directory (default: $SILT_DATA_DIR, else ./silt-data)")
+      ->type_name("DIR");
 }
 
 Status CheckCanCreateDataDir(const std::string& dir) {

@@ -168,7 +168,7 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
 
 RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g) {
   auto a = std::make_shared<ConsumeArgs>();
-  sub->add_option("-t,--topic", a->topic, "topic to read")->required();
+  sub->add_option("-t,--topic", a->topic, "topic to read")->required()->type_name("TOPIC");
   sub->add_option("-p,--partition", a->partitions, "read only partition N (repeatable)")
       ->allow_extra_args(false)
       ->check(NonNegative());
@@ -178,7 +178,8 @@ RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("-c,--count", a->count, "stop after N records")->check(NonNegative());
   sub->add_option("--format", a->format, "text (the value), json, or a template of %t %p %o %k %s %T %T{iso} %h");
   sub->add_option("-g,--group", a->group,
-                  "consumer group: resume after its recorded position and record the new one");
+                  "consumer group: resume after its recorded position and record the new one")
+      ->type_name("GROUP");
   AddDataDirOption(sub, g);
   AddBootstrapOption(sub, g);
   return [g, a]() { return Run(*g, *a); };

@@ -424,7 +424,8 @@ int Run(const DumpFlags& f) {
 RunFn RegisterDumpSegment(CLI::App* sub, GlobalOptions*) {
   auto f = std::make_shared<DumpFlags>();
   sub->add_option("file", f->files, "segment files: .log, .index, .timeindex or .snapshot")
-      ->required();
+      ->required()
+      ->type_name("FILE");
   sub->add_flag("--records", f->records, "print every record of each batch");
   sub->add_option("--format", f->format,
                   "text, or json: one JSON object per line per batch (records nested)")

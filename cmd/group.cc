@@ -256,15 +256,15 @@ RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g) {
   AddBootstrapOption(list, g);
 
   CLI::App* describe = sub->add_subcommand("describe", "committed offset, log end and lag per partition");
-  describe->add_option("group", a->group, "group name")->required();
+  describe->add_option("group", a->group, "group name")->required()->type_name("GROUP");
   describe->add_option("--format", a->format, "output format: text or json")
       ->check(OneOf({"text", "json"}));
   AddDataDirOption(describe, g);
   AddBootstrapOption(describe, g);
 
   CLI::App* reset = sub->add_subcommand("reset-offsets", "move a group's positions (dry run unless --execute)");
-  reset->add_option("group", a->group, "group name")->required();
-  reset->add_option("--topic", a->topic, "topic whose positions move")->required();
+  reset->add_option("group", a->group, "group name")->required()->type_name("GROUP");
+  reset->add_option("--topic", a->topic, "topic whose positions move")->required()->type_name("TOPIC");
   reset->add_flag("--to-earliest", a->to_earliest, "to each partition's log start");
   reset->add_flag("--to-latest", a->to_latest, "to each partition's log end");
   reset->add_option("--to-offset", a->to_offset, "to offset N (clamped into the log)");
@@ -278,7 +278,7 @@ RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g) {
   AddBootstrapOption(reset, g);
 
   CLI::App* del = sub->add_subcommand("delete", "forget a consumer group's positions");
-  del->add_option("group", a->group, "group name")->required();
+  del->add_option("group", a->group, "group name")->required()->type_name("GROUP");
   AddDataDirOption(del, g);
   AddBootstrapOption(del, g);
 

@@ -305,8 +305,9 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
 
 RunFn RegisterProduce(CLI::App* sub, GlobalOptions* g) {
   auto a = std::make_shared<ProduceArgs>();
-  sub->add_option("-t,--topic", a->topic, "topic to write to")->required();
-  sub->add_option("file", a->files, "input files, one record per line (default: stdin; - is stdin)");
+  sub->add_option("-t,--topic", a->topic, "topic to write to")->required()->type_name("TOPIC");
+  sub->add_option("file", a->files, "input files, one record per line (default: stdin; - is stdin)")
+      ->type_name("FILE");
   sub->add_option("-K,--key-delimiter", a->key_delimiter,
                   "split each line at the first DELIM into key and value");
   sub->add_option("-k,--key", a->key, "the same key for every record")

@@ -88,9 +88,11 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
 RunFn RegisterServe(CLI::App* sub, GlobalOptions* global) {
   auto f = std::make_shared<ServeFlags>();
   sub->add_option("-c,--config", f->config_file,
-                  "server.properties file (Kafka's key names); flags override it");
+                  "server.properties file (Kafka's key names); flags override it")
+      ->type_name("FILE");
   sub->add_option("-d,--data-dir", f->data_dir,
-                  "data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)");
+                  "data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)")
+      ->type_name("DIR");
   sub->add_option("--listen", f->listen,
                   "address to listen on, HOST:PORT (default 127.0.0.1:9092; port 0 picks one)");
   sub->add_option("--advertised-listener", f->advertised,

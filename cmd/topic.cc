@@ -204,7 +204,7 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
   AddBootstrapOption(sub, g);
 
   CLI::App* create = sub->add_subcommand("create", "create a topic");
-  create->add_option("name", a->name, "topic name")->required();
+  create->add_option("name", a->name, "topic name")->required()->type_name("NAME");
   create->add_option("--partitions", a->partitions, "number of partitions (default 1)");
   create->add_option("--replication-factor", a->replication_factor,
                      "with -b: replicas per partition (default: the broker's default)");
@@ -220,19 +220,19 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
   AddBootstrapOption(list, g);
 
   CLI::App* describe = sub->add_subcommand("describe", "show partitions, offsets, sizes and configs");
-  describe->add_option("name", a->name, "topic name")->required();
+  describe->add_option("name", a->name, "topic name")->required()->type_name("TOPIC");
   describe->add_option("--format", a->format, "output format: text or json")
       ->check(OneOf({"text", "json"}));
   AddDataDirOption(describe, g);
   AddBootstrapOption(describe, g);
 
   CLI::App* del = sub->add_subcommand("delete", "delete a topic and all its data");
-  del->add_option("name", a->name, "topic name")->required();
+  del->add_option("name", a->name, "topic name")->required()->type_name("TOPIC");
   AddDataDirOption(del, g);
   AddBootstrapOption(del, g);
 
   CLI::App* alter = sub->add_subcommand("alter-config", "set or remove topic config overrides");
-  alter->add_option("name", a->name, "topic name")->required();
+  alter->add_option("name", a->name, "topic name")->required()->type_name("TOPIC");
   alter->add_option("--config", a->configs, "topic config KEY=VALUE to set (repeatable)")
       ->allow_extra_args(false);
   alter->add_option("--delete-config", a->delete_configs,

@@ -156,7 +156,8 @@ RunFn RegisterVerifyCrc(CLI::App* sub, GlobalOptions* global) {
   sub->add_option("path", f->paths,
                   "segment files (.log, .index, .timeindex), partition directories or data "
                   "directories to check")
-      ->required();
+      ->required()
+      ->type_name("PATH");
   sub->add_flag("--repair", f->repair,
                 "truncate each damaged segment at its first bad batch, quarantine the cut bytes "
                 "and later segments, rebuild indexes");
