@@ -12,6 +12,7 @@
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
 #include "cmd/usage.h"
+#include "offsets/local.h"
 
 namespace silt::cmd {
 namespace {
@@ -43,6 +44,9 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) return Fail("--set: expected key=value, got '" + kv + "'");
     Status s = broker::ApplyServerProperty(&config, kv.substr(0, eq), kv.substr(eq + 1));
+    if (s.IsNotFound())
+      return Fail("--set: unknown broker config '" + kv.substr(0, eq) + "'" +
+                  DidYouMean(kv.substr(0, eq), broker::KnownServerProperties()));
     if (!s.ok()) return Fail(s.message().empty() ? s.ToString() : "--set: " + s.message());
   }
   if (!f.data_dir.empty()) config.data_dir = f.data_dir;
@@ -56,8 +60,15 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
   }
   if (f.node_id >= 0) config.node_id = f.node_id;
   if (Status st = CheckCanCreateDataDir(config.data_dir); !st.ok()) return Fail(st);
+  // A key of a stock Kafka file that means nothing here is noted; one no broker knows is most
+  // likely a typo, and is named with the nearest key.
   for (const std::string& k : config.ignored_keys) {
-    broker::LogWarn("config key '" + k + "' has no effect on this broker; ignored");
+    broker::BrokerConfig scratch;
+    if (broker::ApplyServerProperty(&scratch, k, "").IsNotFound())
+      broker::LogWarn("unknown config key '" + k + "' in " + f.config_file +
+                      DidYouMean(k, broker::KnownServerProperties()) + "; ignored");
+    else
+      broker::LogWarn("config key '" + k + "' has no effect on this broker; ignored");
   }
 
   // Block the stop signals in every thread (the io threads inherit this mask) and wait for them
@@ -72,8 +83,15 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
 
   auto server = broker::Server::Start(config);
   if (!server.ok()) {
-    broker::LogError("cannot start: " + server.status().ToString());
-    return kExitError;
+    // Start-up failures end like every other command's errors: one line, exit 2.
+    const Status& st = server.status();
+    if (st.IsBusy()) {
+      if (auto pid = offsets::RunningBrokerPid(config.data_dir))
+        return Fail("cannot start: a broker (pid " + std::to_string(*pid) +
+                    ") is already running on data directory " + config.data_dir +
+                    "; stop it, or give this one another -d DIR");
+    }
+    return Fail("cannot start: " + (st.message().empty() ? st.ToString() : st.message()));
   }
   int sig = 0;
   sigwait(&stop, &sig);
