@@ -220,12 +220,22 @@ int ResetOffsets(client::Admin* admin, const GroupArgs& a) {
   Print(a.format == "json" ? json_out : t.Render(human));
   if (!a.execute && human)
     std::fprintf(stderr, "dry run: nothing changed; add --execute to apply this plan\n");
+  if (a.execute && human) {
+    size_t moved = 0;
+    for (const auto& [p, target] : plan) {
+      auto it = current.find(p);
+      if (it == current.end() || it->second != target) ++moved;
+    }
+    std::fprintf(stderr, "reset group %s on topic %s: %zu of %zu partition(s) moved\n",
+                 a.group.c_str(), a.topic.c_str(), moved, plan.size());
+  }
   return kExitOk;
 }
 
 int Delete(client::Admin* admin, const GroupArgs& a) {
   Status st = admin->DeleteGroup(a.group);
   if (!st.ok()) return Fail(st);
+  if (client::IsTerminal(1)) std::printf("deleted consumer group %s\n", a.group.c_str());
   return kExitOk;
 }
 

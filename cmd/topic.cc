@@ -192,6 +192,20 @@ int AlterConfig(client::Admin* admin, const TopicArgs& a) {
     Status st = admin->AlterTopicConfigs(a.name, *configs, a.delete_configs);
     if (!st.ok()) return Fail(st);
   }
+  // What changed, for a person; a pipe gets nothing (the exit status says it worked).
+  if (client::IsTerminal(1)) {
+    std::vector<std::string> parts;
+    if (a.new_partitions > 0) parts.push_back("grown to " + std::to_string(a.new_partitions) + " partitions");
+    if (!configs->empty()) parts.push_back("set " + JoinConfigs(*configs));
+    if (!a.delete_configs.empty()) {
+      std::string reset;
+      for (const auto& k : a.delete_configs) reset += (reset.empty() ? "" : ", ") + k;
+      parts.push_back("reset " + reset + " to the default");
+    }
+    std::string line;
+    for (size_t i = 0; i < parts.size(); ++i) line += (i ? "; " : "") + parts[i];
+    std::printf("altered topic %s: %s\n", a.name.c_str(), line.c_str());
+  }
   return kExitOk;
 }
 
