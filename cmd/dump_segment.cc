@@ -309,7 +309,7 @@ Status DumpLog(const std::string& path, const DumpFlags& f, storage::VerifyRepor
     }
     if (f.json) std::cout << j.dump() << '\n';
     else std::cout << line << '\n';
-    return true;
+    return std::cout.good();  // stop once the reader has gone (| head)
   }, report);
   if (!s.ok()) return s;
   return record_error;
@@ -389,6 +389,7 @@ int Run(const DumpFlags& f) {
   storage::VerifyReport report;
   int rc = kExitOk;
   for (const auto& file : f.files) {
+    if (!std::cout.good()) break;  // the reader has gone
     if (IsDirectory(file)) return Fail(file + " is a directory; give segment files (.log, .index, .timeindex)");
     if (!PathExists(file)) return Fail("no such file: " + file);
     if (!IsSegmentFileName(file))

@@ -7,6 +7,10 @@
 //   4. tests/cli/test_<name>.sh running the real binary, bad input included.
 #include <CLI/CLI.hpp>
 
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -33,6 +37,12 @@ std::string DefaultDataDir() {
 }
 
 namespace {
+
+// True when standard output is a pipe whose reader has closed it.
+bool StdoutReaderGone() {
+  pollfd p{STDOUT_FILENO, POLLOUT, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
 
 // The two modes do not mix: -b works over the network, -d on a local data directory; and flags
 // whose help starts "with -b:" mean nothing without it. "" when the command line is consistent.
@@ -94,5 +104,13 @@ int main(int argc, char** argv) {
   }
   if (!selected) return kExitError;
   if (std::string why = CheckModeFlags(app); !why.empty()) return Fail(why);
-  return selected();
+  // A reader that goes away (`silt dump-segment ... | head`) shows up as a failed write, not a
+  // killed process; the commands stop writing, and that ends as success, as for `cat | head`.
+  ::signal(SIGPIPE, SIG_IGN);
+  int rc = selected();
+  std::cout.flush();
+  std::fflush(stdout);
+  if ((std::cout.bad() || std::ferror(stdout)) && !StdoutReaderGone())
+    return Fail("writing to standard output failed");
+  return rc;
 }

@@ -4,9 +4,11 @@
 #include <CLI/CLI.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -87,12 +89,26 @@ class Progress {
   bool shown_ = false;
 };
 
+// Set by SIGINT/SIGTERM: stop reading input, send what was read, say how much was written.
+std::atomic<bool> g_interrupted{false};
+void OnInterrupt(int) { g_interrupted.store(true); }
+
+void CatchInterrupts() {
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sa.sa_flags = SA_RESTART;  // file and socket calls carry on; only a wait (poll) is cut short
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
 // Reads every input and hands each record to `p`. Stops at the first failure, which it stores
 // in *failed with *failed_where naming the input line.
 void PumpInputs(client::Producer& p, const ProduceArgs& a,
                 const std::vector<std::pair<std::string, std::string>>& header_kv,
                 std::vector<std::pair<std::string, int>>& inputs, int64_t total_bytes,
-                Status* failed_out, std::string* failed_where_out) {
+                Status* failed_out, std::string* failed_where_out,
+                std::string* interrupted_where_out) {
   Status& failed = *failed_out;
   std::string& failed_where = *failed_where_out;
   const bool json = a.format == "json";
@@ -117,7 +133,14 @@ void PumpInputs(client::Producer& p, const ProduceArgs& a,
       if (ev.ok() && *ev == client::LineReader::Event::kIdle) {
         failed = p.SendPending();
         if (!failed.ok()) break;
-        ev = reader.Next(&line, -1);
+        // Wait for more in short steps, so that an interrupt is seen while input is quiet.
+        do {
+          ev = reader.Next(&line, 250);
+        } while (ev.ok() && *ev == client::LineReader::Event::kIdle && !g_interrupted.load());
+      }
+      if (g_interrupted.load(std::memory_order_relaxed)) {
+        *interrupted_where_out = name + " line " + std::to_string(reader.line_number() + 1);
+        break;
       }
       if (!ev.ok()) {
         failed = ev.status();
@@ -163,7 +186,7 @@ void PumpInputs(client::Producer& p, const ProduceArgs& a,
       progress.Update(p.records_delivered(), read_before + reader.bytes_read());
     }
     read_before += reader.bytes_read();
-    if (!failed.ok()) break;
+    if (!failed.ok() || !interrupted_where_out->empty()) break;
   }
   progress.Done();
 }
@@ -276,8 +299,9 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
   client::Producer& p = *sink->producer;
 
   Status failed;
-  std::string failed_where;
-  PumpInputs(p, a, header_kv, inputs, total_bytes, &failed, &failed_where);
+  std::string failed_where, interrupted_where;
+  CatchInterrupts();
+  PumpInputs(p, a, header_kv, inputs, total_bytes, &failed, &failed_where, &interrupted_where);
   close_inputs();
 
   // Whatever happened, every record before the failure goes out as whole batches and is synced
@@ -295,6 +319,10 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
   }
   if (!flushed.ok()) return Fail(flushed);
   if (!closed.ok()) return Fail(closed);
+  if (!interrupted_where.empty())
+    return Fail("interrupted at " + interrupted_where + ": " +
+                std::to_string(p.records_delivered()) + " record(s) before it were " + done +
+                " to topic '" + a.topic + "'");
   if (p.records_failed() > 0)
     return Fail(std::to_string(p.records_failed()) + " record(s) were not acknowledged (" +
                 std::to_string(p.records_delivered()) + " were); first error: " + p.first_error());
