@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/file.h"
+#include "client/table.h"
 #include "format/layout.h"
 #include "cmd/command.h"
 #include "cmd/usage.h"
@@ -137,8 +138,11 @@ int Run(const VerifyFlags& f, const GlobalOptions&) {
                           {"clean", report.clean()}}}};
     std::cout << j.dump() << '\n';
   } else {
+    // Sizes for people on a terminal (as silt(1) promises), exact bytes in a pipe.
+    const std::string size = client::IsTerminal(1) ? client::HumanBytes(bytes)
+                                                   : std::to_string(bytes) + " bytes";
     std::cout << "checked " << report.files << " files, " << batches << " batches, " << records
-              << " records, " << bytes << " bytes: ";
+              << " records, " << size << ": ";
     if (report.clean())
       std::cout << (repaired ? "clean after repair" : "clean") << '\n';
     else
