@@ -55,6 +55,18 @@ assert_eq "$(printf '%s\n' "$TMP/files/a.log" "$TMP/files/subdir" | sort)" \
 assert_contains "$(complete_words consume --fo)" "--follow" "flags by prefix"
 assert_contains "$(complete_words consume --fo)" "--format" "flags by prefix (2)"
 
+# Names from a broker with -b.
+"$SILT" serve -d "$TMP/broker-data" --listen 127.0.0.1:0 2>"$TMP/broker.log" &
+BG_PIDS+=($!)
+if wait_for 10 grep -q "listening on" "$TMP/broker.log"; then
+  B=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$TMP/broker.log" | head -1)
+  "$SILT" topic create -b "$B" remote >/dev/null
+  assert_eq "remote" "$(complete_words consume -b "$B" -t "")" "topic names from -b"
+  assert_eq "remote" "$(complete_words topic describe -b "$B" "")" "topic argument from -b"
+else
+  fail "silt serve did not start: $(cat "$TMP/broker.log")"
+fi
+
 # Every script is generated from the same tree: the enum values are there in zsh and fish too.
 "$SILT" completion zsh >"$TMP/silt.zsh"
 "$SILT" completion fish >"$TMP/silt.fish"
