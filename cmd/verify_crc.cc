@@ -3,10 +3,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <set>
 
+#include "base/clock.h"
 #include "base/file.h"
 #include "client/table.h"
 #include "format/layout.h"
@@ -59,6 +61,51 @@ void PrintSkipped(const std::string& path, bool json) {
     std::cout << "skipped: " << path << ": " << kWhy << '\n';
 }
 
+bool IsPartitionDirName(const std::string& name) {
+  size_t dash = name.rfind('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == name.size()) return false;
+  return std::all_of(name.begin() + static_cast<long>(dash) + 1, name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Verifies `path` as storage::VerifyPath does; a data directory partition by partition, with a
+// progress line on a terminal's stderr once the work has taken a second.
+// *partitions counts the partition directories checked (an empty one, of a new topic, holds no
+// segment yet).
+Status VerifyWithProgress(const std::string& path, const storage::ScanOptions& options,
+                          storage::VerifyReport* report, int64_t* partition_count) {
+  *partition_count = 0;
+  if (!IsDirectory(path)) return storage::VerifyPath(path, options, report);
+  if (IsPartitionDirName(BaseName(path))) {
+    *partition_count = 1;
+    return storage::VerifyPath(path, options, report);
+  }
+  SILT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(path));
+  std::vector<std::string> partitions;
+  for (const auto& n : names) {
+    if (n.size() > 4 && n.compare(n.size() - 4, 4, format::kLogSuffix) == 0)
+      return storage::VerifyPath(path, options, report);  // segments here: a partition
+    if (IsPartitionDirName(n) && IsDirectory(JoinPath(path, n))) partitions.push_back(n);
+  }
+  const bool show = client::IsTerminal(2);
+  const int64_t start = MonotonicMs();
+  int64_t last = 0;
+  bool shown = false;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    SILT_TRY(storage::VerifyPath(JoinPath(path, partitions[i]), options, report));
+    const int64_t now = MonotonicMs();
+    if (show && now - start >= 1000 && now - last >= 250) {
+      last = now;
+      std::fprintf(stderr, "\r\033[Kverifying %s: %zu of %zu partitions", path.c_str(), i + 1,
+                   partitions.size());
+      shown = true;
+    }
+  }
+  if (shown) std::fprintf(stderr, "\r\033[K");
+  *partition_count = static_cast<int64_t>(partitions.size());
+  return Status::OK();
+}
+
 int Run(const VerifyFlags& f, const GlobalOptions&) {
   storage::ScanOptions options;
   options.check_records = !f.shallow;
@@ -70,10 +117,11 @@ int Run(const VerifyFlags& f, const GlobalOptions&) {
       continue;
     }
     const int64_t files_before = report.files;
-    Status s = storage::VerifyPath(p, options, &report);
+    int64_t partitions = 0;
+    Status s = VerifyWithProgress(p, options, &report, &partitions);
     if (!s.ok()) return Fail(s);
-    // A directory that holds no segment at all is a wrong path, not a clean log.
-    if (IsDirectory(p) && report.files == files_before) {
+    // A directory that holds no partition and no segment is a wrong path, not a clean log.
+    if (IsDirectory(p) && report.files == files_before && partitions == 0) {
       auto names = ListDir(p);
       std::string held = names.ok() && !names->empty()
                              ? " (it holds " + std::to_string(names->size()) +

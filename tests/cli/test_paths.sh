@@ -28,6 +28,10 @@ assert_contains "$ERR" "no segment files under $TMP/etc" "the empty dir is named
 assert_not_contains "$OUT" "clean" "a dir with no segments is not called clean"
 mkdir -p "$TMP/empty"
 expect_fail 2 "verify-crc of an empty dir" "$SILT" verify-crc "$TMP/empty"
+# A data dir whose topics have no records yet is clean, not a wrong path.
+"$SILT" topic create -d "$TMP/newtopics" empty --partitions 3 >/dev/null
+expect_ok "verify-crc of a data dir with only empty partitions" "$SILT" verify-crc "$TMP/newtopics"
+expect_ok "verify-crc of an empty partition dir" "$SILT" verify-crc "$TMP/newtopics/empty-1"
 # Files that are not segment files are skipped and listed; the rest is checked.
 seg="$TMP/fresh/t-0/00000000000000000000.log"
 run "$SILT" verify-crc "$TMP/etc/server.properties" "$seg"
