@@ -50,7 +50,7 @@ TEST_CASE("a Kafka server.properties file maps onto the broker config") {
 TEST_CASE("log.dirs with several directories is refused rather than cut to the first") {
   BrokerConfig c;
   Status s = ApplyServerProperty(&c, "log.dirs", "/a,/b");
-  CHECK(s.IsInvalidArgument());
+  CHECK(s.code() == Status::Code::kInvalidArgument);
   CHECK(s.message().find("one data directory") != std::string::npos);
   CHECK(c.data_dir == BrokerConfig().data_dir);
   CHECK(ApplyServerProperty(&c, "log.dirs", " /a ").ok());
