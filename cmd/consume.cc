@@ -22,8 +22,8 @@
 #include "client/record_format.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
-#include "cmd/usage.h"
 #include "cmd/net_util.h"
+#include "cmd/usage.h"
 #include "format/record_batch.h"
 #include "offsets/local.h"
 #include "storage/data_dir.h"
@@ -95,6 +95,11 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
     args.follow = false;
     end.reset();
   }
+  // The consumer counts a record it hands over as read, so a record past END would count as
+  // read without being printed, and the group's position would move past it.
+  if (end && !a.group.empty())
+    return Fail("a range START:END cannot be used with -g: the group would record records past "
+                "END as read; use -c N to stop after N records");
   const client::OffsetSpec* spec = &range->start;
   // A format with no %-token prints the same text for every record: a misspelt kind.
   if (a.format != "text" && a.format != "json" && a.format.find('%') == std::string::npos)
@@ -125,7 +130,10 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
     for (const auto& [p, next] : consumer.Positions())
       if (end->kind != client::OffsetSpec::Kind::kAbsolute || next < end->value)
         open_partitions.insert(p);
-    if (open_partitions.empty()) return consumer.Close(true).ok() ? kExitOk : kExitError;
+    if (open_partitions.empty()) {
+      Status closed = consumer.Close(true);
+      return closed.ok() ? kExitOk : Fail(closed);
+    }
   }
   auto fn = [&](int32_t partition, const format::RecordView& r) {
     if (end) {
@@ -172,11 +180,14 @@ RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("-p,--partition", a->partitions, "read only partition N (repeatable)")
       ->allow_extra_args(false)
       ->check(NonNegative());
-  sub->add_option("-o,--offset", a->offset, "start at beginning, end, N, -N or @TIME, or read a range START:END (default beginning); "
-                  "TIME: seconds (below 1e11) or ms since the epoch, -1h, -15m, or ISO-8601");
+  sub->add_option("-o,--offset", a->offset,
+                  "start at beginning, end, N, -N or @TIME, or read a range START:END (default "
+                  "beginning); TIME: seconds (below 1e11) or ms since the epoch, -1h, -15m, or "
+                  "ISO-8601");
   sub->add_flag("-f,--follow", a->follow, "keep waiting for new records, like tail -f");
   sub->add_option("-c,--count", a->count, "stop after N records")->check(NonNegative());
-  sub->add_option("--format", a->format, "text (the value), json, or a template of %t %p %o %k %s %T %T{iso} %h");
+  sub->add_option("--format", a->format,
+                  "text (the value), json, or a template of %t %p %o %k %s %T %T{iso} %h");
   sub->add_option("-g,--group", a->group,
                   "consumer group: resume after its recorded position and record the new one")
       ->type_name("GROUP");

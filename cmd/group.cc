@@ -16,8 +16,8 @@
 #include "client/table.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
-#include "cmd/usage.h"
 #include "cmd/net_util.h"
+#include "cmd/usage.h"
 
 namespace silt::cmd {
 namespace {

@@ -24,8 +24,8 @@
 #include "protocol/consumer_offsets.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
-#include "cmd/usage.h"
 #include "cmd/net_util.h"
+#include "cmd/usage.h"
 #include "storage/data_dir.h"
 
 namespace silt::cmd {

@@ -15,8 +15,8 @@
 #include "client/table.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
-#include "cmd/usage.h"
 #include "cmd/net_util.h"
+#include "cmd/usage.h"
 #include "storage/data_dir.h"
 #include "storage/log_config.h"
 

@@ -55,6 +55,8 @@ assert_eq 0 "$RC" "-f with a range exits at the END"
 assert_eq "$(printf 'v3\nv4')" "$OUT" "-f with a range"
 run timeout 10 "$SILT" consume -t t -p 0 -o 8:end -f
 assert_eq "$(printf 'v8\nv9')" "$OUT" "START:end with -f stops at the log end"
+expect_fail 2 "a range with a group" "$SILT" consume -t t -o 2:5 -g g
+assert_contains "$ERR" "cannot be used with -g" "a range with -g is refused"
 expect_fail 2 "a range that ends before it starts" "$SILT" consume -t t -o 5:3
 assert_contains "$ERR" "the end comes before the start" "backwards range message"
 expect_fail 2 "a range end counted from the end" "$SILT" consume -t t -o 1:-2
