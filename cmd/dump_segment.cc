@@ -245,7 +245,8 @@ Status DumpLog(const std::string& path, const DumpFlags& f, storage::VerifyRepor
                " crcValid: " + (e.crc_valid ? "true" : "false") + " partitionLeaderEpoch: " +
                std::to_string(h.partition_leader_epoch) + " " +
                (h.log_append_time() ? "LogAppendTime" : "CreateTime") + " baseTimestamp: " +
-               Time(h.base_timestamp) + " maxTimestamp: " + Time(h.max_timestamp) + " producerId: " + std::to_string(h.producer_id) +
+               Time(h.base_timestamp) + " maxTimestamp: " + Time(h.max_timestamp) +
+               " producerId: " + std::to_string(h.producer_id) +
                " producerEpoch: " + std::to_string(h.producer_epoch) + " baseSequence: " +
                std::to_string(h.base_sequence) + " isTransactional: " +
                (h.transactional() ? "true" : "false") + " isControl: " +

@@ -274,12 +274,15 @@ RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g) {
 
   CLI::App* reset = sub->add_subcommand("reset-offsets", "move a group's positions (dry run unless --execute)");
   reset->add_option("group", a->group, "group name")->required()->type_name("GROUP");
-  reset->add_option("--topic", a->topic, "topic whose positions move")->required()->type_name("TOPIC");
+  reset->add_option("--topic", a->topic, "topic whose positions move")
+      ->required()
+      ->type_name("TOPIC");
   reset->add_flag("--to-earliest", a->to_earliest, "to each partition's log start");
   reset->add_flag("--to-latest", a->to_latest, "to each partition's log end");
   reset->add_option("--to-offset", a->to_offset, "to offset N (clamped into the log)");
   reset->add_option("--to-datetime", a->to_datetime,
-                    "to the first record at or after TIME (seconds below 1e11 or ms since the epoch, -1h, or ISO-8601)");
+                    "to the first record at or after TIME (seconds below 1e11 or ms since the "
+                    "epoch, -1h, or ISO-8601)");
   reset->add_option("--shift-by", a->shift_by, "by N (negative: back) from the current position");
   reset->add_flag("--execute", a->execute, "apply the plan (default: only print it)");
   reset->add_option("--format", a->format, "output format: text or json")

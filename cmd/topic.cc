@@ -195,7 +195,8 @@ int AlterConfig(client::Admin* admin, const TopicArgs& a) {
   // What changed, for a person; a pipe gets nothing (the exit status says it worked).
   if (client::IsTerminal(1)) {
     std::vector<std::string> parts;
-    if (a.new_partitions > 0) parts.push_back("grown to " + std::to_string(a.new_partitions) + " partitions");
+    if (a.new_partitions > 0)
+      parts.push_back("grown to " + std::to_string(a.new_partitions) + " partitions");
     if (!configs->empty()) parts.push_back("set " + JoinConfigs(*configs));
     if (!a.delete_configs.empty()) {
       std::string reset;

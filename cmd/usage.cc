@@ -2,7 +2,6 @@
 #include "cmd/usage.h"
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <regex>
 
@@ -199,7 +198,8 @@ std::string ExplainParseError(const CLI::App& root, const CLI::ParseError& e, in
     if (std::regex_match(what, m, kConvert)) {
       std::string v = m[2];
       static const std::regex kInteger("^-?[0-9]+$");
-      if (std::regex_match(v, kInteger)) return std::string(m[1]) + ": " + Quote(v) + " is out of range";
+      if (std::regex_match(v, kInteger))
+        return std::string(m[1]) + ": " + Quote(v) + " is out of range";
       return std::string(m[1]) + ": expected a number, got " + Quote(v);
     }
   }

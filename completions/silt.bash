@@ -125,9 +125,13 @@ _silt() {
     esac
   fi
   case "$kind" in
-    topic|group) COMPREPLY=($(compgen -W "$(_silt_names "$kind" "$b" "$d" "$cur")" -- "$cur")); return ;;
-    dir) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    topic|group)
+      COMPREPLY=($(compgen -W "$(_silt_names "$kind" "$b" "$d" "$cur")" -- "$cur"))
+      return ;;
+    dir | file)
+      compopt -o filenames 2>/dev/null
+      COMPREPLY=($(compgen "-${kind:0:1}" -- "$cur"))
+      return ;;
     enum:*) COMPREPLY=($(compgen -W "${kind#enum:}" -- "$cur")); return ;;
     none) COMPREPLY=(); return ;;
   esac

@@ -223,8 +223,9 @@ Result<RecordFormatter> RecordFormatter::Parse(std::string_view format) {
         continue;
       }
       if (std::strchr("tpoksTh", t) == nullptr)
-        return Status::InvalidArgument("bad format '" + std::string(format) + "': unknown token %" +
-                                       std::string(1, t) + " (known: %t %p %o %k %s %T %T{iso} %h %%)");
+        return Status::InvalidArgument("bad format '" + std::string(format) +
+                                       "': unknown token %" + std::string(1, t) +
+                                       " (known: %t %p %o %k %s %T %T{iso} %h %%)");
       // %T{iso}: the timestamp as ISO-8601 UTC; stored as the token 'I'.
       if (t == 'T' && format.substr(i + 1, 5) == "{iso}") {
         t = 'I';
