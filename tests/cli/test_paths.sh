@@ -10,7 +10,7 @@ assert_contains "$ERR" "'$TMP/no/such' does not exist" "the missing parent is na
 [ ! -e "$TMP/no" ] && pass || fail "produce -d created missing parents"
 expect_fail 2 "topic create -d with a missing parent" "$SILT" topic create -d "$TMP/no/dir" t
 [ ! -e "$TMP/no" ] && pass || fail "topic create -d created missing parents"
-expect_fail 2 "serve -d with a missing parent" "$SILT" serve -d "$TMP/no/dir" --listen 127.0.0.1:0
+expect_fail 2 "serve -d with a missing parent" timeout 20 "$SILT" serve -d "$TMP/no/dir" --listen 127.0.0.1:0
 [ ! -e "$TMP/no" ] && pass || fail "serve -d created missing parents"
 # The data dir itself is still created when its parent exists.
 echo one | "$SILT" produce -d "$TMP/fresh" -t t

@@ -26,7 +26,7 @@ assert_contains "$log" "config key 'num.network.threads' has no effect on this b
 assert_not_contains "$log" "'log.retention.hourz' has no effect" "a typo is not called a key without effect"
 
 # A second broker on the same data directory: one error line naming the first one's pid.
-expect_fail 2 "a second broker on a locked data dir" "$SILT" serve --listen 127.0.0.1:0 -d "$TMP/d1"
+expect_fail 2 "a second broker on a locked data dir" timeout 20 "$SILT" serve --listen 127.0.0.1:0 -d "$TMP/d1"
 assert_contains "$ERR" "a broker (pid $SERVE_PID) is already running on data directory $TMP/d1" "the holder's pid is named"
 assert_eq 1 "$(printf '%s\n' "$ERR" | wc -l)" "one line for a start-up failure"
 # Local commands on it point to -b.
@@ -36,15 +36,15 @@ kill "$SERVE_PID"
 wait "$SERVE_PID" 2>/dev/null
 
 # --set: a typo is refused with the nearest key.
-expect_fail 2 "--set with a typo" "$SILT" serve --listen 127.0.0.1:0 -d "$TMP/d2" --set num.partition=3
+expect_fail 2 "--set with a typo" timeout 20 "$SILT" serve --listen 127.0.0.1:0 -d "$TMP/d2" --set num.partition=3
 assert_contains "$ERR" "unknown broker config 'num.partition' (did you mean 'num.partitions'?)" "--set suggests the nearest key"
 
 # log.dirs with several directories is refused, in the file and in --set.
 printf 'log.dirs=%s,%s\n' "$TMP/a" "$TMP/b" >"$TMP/two.properties"
-expect_fail 2 "log.dirs with two directories" "$SILT" serve --listen 127.0.0.1:0 -c "$TMP/two.properties"
+expect_fail 2 "log.dirs with two directories" timeout 20 "$SILT" serve --listen 127.0.0.1:0 -c "$TMP/two.properties"
 assert_contains "$ERR" "one data directory per broker" "a log.dirs list is explained"
 [ ! -e "$TMP/a" ] && pass || fail "a refused log.dirs list created its first directory"
-expect_fail 2 "--set log.dirs list" "$SILT" serve --listen 127.0.0.1:0 --set "log.dirs=$TMP/a,$TMP/b"
+expect_fail 2 "--set log.dirs list" timeout 20 "$SILT" serve --listen 127.0.0.1:0 --set "log.dirs=$TMP/a,$TMP/b"
 
 # Other start-up failures: a port in use, a missing config file.
 python3 - "$TMP/port" <<'PY' &
@@ -55,8 +55,8 @@ time.sleep(30)
 PY
 BG_PIDS+=($!)
 wait_for 5 test -s "$TMP/port"
-expect_fail 2 "a port in use" "$SILT" serve --listen "127.0.0.1:$(cat "$TMP/port")" -d "$TMP/d3"
+expect_fail 2 "a port in use" timeout 20 "$SILT" serve --listen "127.0.0.1:$(cat "$TMP/port")" -d "$TMP/d3"
 assert_contains "$ERR" "cannot start:" "a bind failure says it could not start"
 assert_eq 1 "$(printf '%s\n' "$ERR" | wc -l)" "a bind failure is one line"
-expect_fail 2 "a missing config file" "$SILT" serve -c "$TMP/nope.properties"
+expect_fail 2 "a missing config file" timeout 20 "$SILT" serve -c "$TMP/nope.properties"
 finish
