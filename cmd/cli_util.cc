@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
+#include <iterator>
 
 #include "base/file.h"
 #include "offsets/local.h"
@@ -16,10 +18,48 @@ namespace silt::cmd {
 
 void AddDataDirOption(CLI::App* app, GlobalOptions* g) {
   app->add_option("-d,--data-dir", g->data_dir,
-                  "data directory (default: $SILT_DATA_DIR, else ./silt-data)");
+                  "data directory (default: $SILT_DATA_DIR, else ./silt-data)")
+      ->type_name("DIR");
+}
+
+namespace {
+
+// " (silt produce -t logs)": the command line of the process a lock message ("... in use by
+// process 1234") names, or "" when it cannot be read.
+std::string HolderCommand(const std::string& message) {
+  size_t end = message.size();
+  size_t start = end;
+  while (start > 0 && message[start - 1] >= '0' && message[start - 1] <= '9') --start;
+  if (start == end) return "";
+  // /proc files report a size of 0, so read them as a stream.
+  std::ifstream in("/proc/" + message.substr(start) + "/cmdline", std::ios::binary);
+  std::string args((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (args.empty()) return "";
+  while (!args.empty() && args.back() == '\0') args.pop_back();
+  for (char& c : args)
+    if (c == '\0') c = ' ';
+  // argv[0] as its base name: "silt produce ...", not the build path.
+  size_t space = args.find(' ');
+  std::string argv0 = args.substr(0, space);
+  std::string rest = space == std::string::npos ? "" : args.substr(space);
+  return " (" + BaseName(argv0) + rest + ")";
+}
+
+}  // namespace
+
+Status CheckCanCreateDataDir(const std::string& dir) {
+  if (IsDirectory(dir)) return Status::OK();
+  if (PathExists(dir))
+    return Status::InvalidArgument("data directory '" + dir + "' exists and is not a directory");
+  std::string parent = DirName(dir);
+  if (!IsDirectory(parent))
+    return Status::NotFound("cannot create data directory '" + dir + "': '" + parent +
+                            "' does not exist (create it first, or give another -d DIR)");
+  return Status::OK();
 }
 
 Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bool writable) {
+  if (writable) SILT_TRY(CheckCanCreateDataDir(g.data_dir));
   if (!writable && !IsDirectory(g.data_dir))
     return Status::NotFound("data directory '" + g.data_dir +
                             "' does not exist (use -d DIR or set SILT_DATA_DIR)");
@@ -31,6 +71,8 @@ Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bo
     if (dir.status().IsBusy()) {
       if (auto pid = offsets::RunningBrokerPid(g.data_dir))
         return offsets::BrokerRunningError(g.data_dir, *pid);
+      return Status::Busy(dir.status().message() + HolderCommand(dir.status().message()) +
+                          "; wait for it to finish, or stop it");
     }
     if (dir.status().message().find(g.data_dir) != std::string::npos) return dir.status();
     return dir.status().WithContext("data directory '" + g.data_dir + "'");

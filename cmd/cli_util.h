@@ -18,8 +18,13 @@ namespace silt::cmd {
 // Adds -d/--data-dir to `app`, bound to g->data_dir.
 void AddDataDirOption(CLI::App* app, GlobalOptions* g);
 
+// OK when `dir` exists or can be created as one new directory: its parent must exist, so a
+// mistyped path never creates a tree of directories. NotFound naming the missing parent.
+Status CheckCanCreateDataDir(const std::string& dir);
+
 // Opens the data dir. Read-only opens take no lock and require the directory to exist; writable
-// opens create it and take its lock (Busy, naming the holder, if another process has it; when
+// opens create it (never its missing parents: see CheckCanCreateDataDir) and take its lock
+// (Busy, naming the holder, if another process has it; when
 // that is a broker, the error says so and points to -b), and move legacy silt-groups/ offsets
 // into __consumer_offsets (offsets::MigrateLegacyGroups).
 Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bool writable);

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "base/clock.h"
@@ -21,6 +23,7 @@
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
 #include "cmd/net_util.h"
+#include "cmd/usage.h"
 #include "format/record_batch.h"
 #include "offsets/local.h"
 #include "storage/data_dir.h"
@@ -83,11 +86,29 @@ Result<Source> OpenSource(const GlobalOptions& g, const ConsumeArgs& a,
 
 // One loop for both modes: the consumer delivers, this formats and writes.
 int Run(const GlobalOptions& g, const ConsumeArgs& a) {
-  auto spec = client::ParseOffsetSpec(a.offset);
-  if (!spec.ok()) return Fail(spec.status());
+  auto range = client::ParseOffsetRange(a.offset);
+  if (!range.ok()) return Fail(range.status());
+  std::optional<client::OffsetSpec> end = range->end;
+  ConsumeArgs args = a;
+  // Up to the log end as it is now: what a run without -f reads.
+  if (end && end->kind == client::OffsetSpec::Kind::kEnd) {
+    args.follow = false;
+    end.reset();
+  }
+  // The consumer counts a record it hands over as read, so a record past END would count as
+  // read without being printed, and the group's position would move past it.
+  if (end && !a.group.empty())
+    return Fail("a range START:END cannot be used with -g: the group would record records past "
+                "END as read; use -c N to stop after N records");
+  const client::OffsetSpec* spec = &range->start;
+  // A format with no %-token prints the same text for every record: a misspelt kind.
+  if (a.format != "text" && a.format != "json" && a.format.find('%') == std::string::npos)
+    return Fail("unknown format '" + a.format +
+                "': expected text, json or a template with %-tokens like '%k=%s\\n'" +
+                DidYouMean(a.format, {"text", "json"}));
   auto formatter = client::RecordFormatter::Parse(a.format);
   if (!formatter.ok()) return Fail(formatter.status());
-  auto source = OpenSource(g, a, *spec);
+  auto source = OpenSource(g, args, *spec);
   if (!source.ok()) return Fail(source.status());
   client::Consumer& consumer = *source->consumer;
   if (a.count == 0) return kExitOk;
@@ -98,14 +119,37 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
   const std::string& topic = a.topic;
   int64_t delivered = 0;
   const int64_t limit = a.count;
+  // With a range END, each partition is done at its first record at or past END; the run is
+  // done when every partition is.
+  std::set<int32_t> open_partitions;
+  auto past_end = [&](const format::RecordView& r) {
+    if (end->kind == client::OffsetSpec::Kind::kAbsolute) return r.offset >= end->value;
+    return r.timestamp >= end->value;
+  };
+  if (end) {
+    for (const auto& [p, next] : consumer.Positions())
+      if (end->kind != client::OffsetSpec::Kind::kAbsolute || next < end->value)
+        open_partitions.insert(p);
+    if (open_partitions.empty()) {
+      Status closed = consumer.Close(true);
+      return closed.ok() ? kExitOk : Fail(closed);
+    }
+  }
   auto fn = [&](int32_t partition, const format::RecordView& r) {
+    if (end) {
+      if (!open_partitions.count(partition)) return true;
+      if (past_end(r)) {
+        open_partitions.erase(partition);
+        return !open_partitions.empty();
+      }
+    }
     f.Append(topic, partition, r, out.buffer());
     ++delivered;
     if (!out.MaybeFlush()) return false;
     return limit < 0 || delivered < limit;
   };
   // Without a count to stop at, long stretches may be formatted on both cores.
-  if (limit < 0)
+  if (limit < 0 && !end)
     consumer.SetBulkOutput(
         [&f, &topic](int32_t partition, const format::RecordView& r, std::string* o) {
           f.Append(topic, partition, r, o);
@@ -132,16 +176,21 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
 
 RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g) {
   auto a = std::make_shared<ConsumeArgs>();
-  sub->add_option("-t,--topic", a->topic, "topic to read")->required();
+  sub->add_option("-t,--topic", a->topic, "topic to read")->required()->type_name("TOPIC");
   sub->add_option("-p,--partition", a->partitions, "read only partition N (repeatable)")
       ->allow_extra_args(false)
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("-o,--offset", a->offset, "start at beginning, end, N, -N or @TIME (default beginning)");
+      ->check(NonNegative());
+  sub->add_option("-o,--offset", a->offset,
+                  "start at beginning, end, N, -N or @TIME, or read a range START:END (default "
+                  "beginning); TIME: seconds (below 1e11) or ms since the epoch, -1h, -15m, or "
+                  "ISO-8601");
   sub->add_flag("-f,--follow", a->follow, "keep waiting for new records, like tail -f");
-  sub->add_option("-c,--count", a->count, "stop after N records")->check(CLI::NonNegativeNumber);
-  sub->add_option("--format", a->format, "text (the value), json, or a template of %t %p %o %k %s %T %h");
+  sub->add_option("-c,--count", a->count, "stop after N records")->check(NonNegative());
+  sub->add_option("--format", a->format,
+                  "text (the value), json, or a template of %t %p %o %k %s %T %T{iso} %h");
   sub->add_option("-g,--group", a->group,
-                  "consumer group: resume after its recorded position and record the new one");
+                  "consumer group: resume after its recorded position and record the new one")
+      ->type_name("GROUP");
   AddDataDirOption(sub, g);
   AddBootstrapOption(sub, g);
   return [g, a]() { return Run(*g, *a); };

@@ -10,8 +10,10 @@
 
 #include "base/coding.h"
 #include "base/file.h"
+#include "client/offset_spec.h"
 #include "client/record_format.h"
 #include "cmd/command.h"
+#include "cmd/usage.h"
 #include "format/layout.h"
 #include "format/legacy.h"
 #include "format/producer_snapshot.h"
@@ -26,6 +28,7 @@ struct DumpFlags {
   std::vector<std::string> files;
   bool records = false;
   bool json = false;
+  std::string format = "text";
   bool shallow = false;
 };
 
@@ -43,6 +46,13 @@ bool IsConsumerOffsetsFile(const std::string& path) {
     if (dir[i] < '0' || dir[i] > '9') return false;
   }
   return true;
+}
+
+// --iso-time: text output shows timestamps as ISO-8601 UTC instead of milliseconds.
+bool g_iso_time = false;
+
+std::string Time(int64_t ms) {
+  return g_iso_time && ms >= 0 ? client::FormatTimestampMs(ms) : std::to_string(ms);
 }
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
@@ -177,7 +187,7 @@ nlohmann::ordered_json ConsumerOffsetsJson(const format::RecordView& r) {
 
 std::string RecordText(const format::RecordView& r) {
   std::string s = "| offset: " + std::to_string(r.offset) +
-                  " timestamp: " + std::to_string(r.timestamp) +
+                  " timestamp: " + Time(r.timestamp) +
                   " keySize: " + std::to_string(r.key_null ? -1 : static_cast<int64_t>(r.key.size())) +
                   " valueSize: " +
                   std::to_string(r.value_null ? -1 : static_cast<int64_t>(r.value.size()));
@@ -235,8 +245,8 @@ Status DumpLog(const std::string& path, const DumpFlags& f, storage::VerifyRepor
                " crcValid: " + (e.crc_valid ? "true" : "false") + " partitionLeaderEpoch: " +
                std::to_string(h.partition_leader_epoch) + " " +
                (h.log_append_time() ? "LogAppendTime" : "CreateTime") + " baseTimestamp: " +
-               std::to_string(h.base_timestamp) + " maxTimestamp: " +
-               std::to_string(h.max_timestamp) + " producerId: " + std::to_string(h.producer_id) +
+               Time(h.base_timestamp) + " maxTimestamp: " + Time(h.max_timestamp) +
+               " producerId: " + std::to_string(h.producer_id) +
                " producerEpoch: " + std::to_string(h.producer_epoch) + " baseSequence: " +
                std::to_string(h.base_sequence) + " isTransactional: " +
                (h.transactional() ? "true" : "false") + " isControl: " +
@@ -278,7 +288,7 @@ Status DumpLog(const std::string& path, const DumpFlags& f, storage::VerifyRepor
                " magic: " + std::to_string(e.magic) + " compression: " +
                LegacyCodec(e.legacy_attributes) + " crc: " + Hex32(e.crc) + " crcValid: " +
                (e.crc_valid ? "true" : "false");
-        if (e.magic == 1) line += " timestamp: " + std::to_string(e.timestamp);
+        if (e.magic == 1) line += " timestamp: " + Time(e.timestamp);
       }
       if (f.records) {
         nlohmann::ordered_json recs = nlohmann::ordered_json::array();
@@ -300,7 +310,7 @@ Status DumpLog(const std::string& path, const DumpFlags& f, storage::VerifyRepor
     }
     if (f.json) std::cout << j.dump() << '\n';
     else std::cout << line << '\n';
-    return true;
+    return std::cout.good();  // stop once the reader has gone (| head)
   }, report);
   if (!s.ok()) return s;
   return record_error;
@@ -321,7 +331,7 @@ Status DumpIndex(const std::string& path, bool time, const DumpFlags& f,
       int64_t off = base + static_cast<int32_t>(DecodeBE32(e + 8));
       if (i > 0 && ts == 0 && off == base) break;  // preallocated, unused
       if (f.json) std::cout << nlohmann::ordered_json{{"timestamp", ts}, {"offset", off}}.dump() << '\n';
-      else std::cout << "timestamp: " << ts << " offset: " << off << '\n';
+      else std::cout << "timestamp: " << Time(ts) << " offset: " << off << '\n';
     } else {
       int64_t off = base + static_cast<int32_t>(DecodeBE32(e));
       int32_t pos = static_cast<int32_t>(DecodeBE32(e + 4));
@@ -363,7 +373,7 @@ Status DumpSnapshot(const std::string& path, const DumpFlags& f) {
     } else {
       std::cout << "producer_id: " << e.producer_id << " epoch: " << e.epoch
                 << " last_sequence: " << e.last_sequence << " last_offset: " << e.last_offset
-                << " offset_delta: " << e.offset_delta << " timestamp: " << e.timestamp
+                << " offset_delta: " << e.offset_delta << " timestamp: " << Time(e.timestamp)
                 << " coordinator_epoch: " << e.coordinator_epoch
                 << " current_txn_first_offset: " << e.current_txn_first_offset << '\n';
     }
@@ -371,11 +381,21 @@ Status DumpSnapshot(const std::string& path, const DumpFlags& f) {
   return Status::OK();
 }
 
+bool IsSegmentFileName(const std::string& path) {
+  return EndsWith(path, format::kLogSuffix) || EndsWith(path, format::kIndexSuffix) ||
+         EndsWith(path, format::kTimeIndexSuffix) || EndsWith(path, format::kSnapshotSuffix);
+}
+
 int Run(const DumpFlags& f) {
   storage::VerifyReport report;
   int rc = kExitOk;
   for (const auto& file : f.files) {
+    if (!std::cout.good()) break;  // the reader has gone
     if (IsDirectory(file)) return Fail(file + " is a directory; give segment files (.log, .index, .timeindex)");
+    if (!PathExists(file)) return Fail("no such file: " + file);
+    if (!IsSegmentFileName(file))
+      return Fail(file + " is not a segment file (expected a .log, .index, .timeindex or "
+                  ".snapshot file of a partition directory)");
     if (!f.json && f.files.size() > 1) std::cout << "Dumping " << file << '\n';
     Status s;
     if (EndsWith(file, format::kIndexSuffix)) s = DumpIndex(file, false, f, &report);
@@ -406,11 +426,20 @@ int Run(const DumpFlags& f) {
 RunFn RegisterDumpSegment(CLI::App* sub, GlobalOptions*) {
   auto f = std::make_shared<DumpFlags>();
   sub->add_option("file", f->files, "segment files: .log, .index, .timeindex or .snapshot")
-      ->required();
+      ->required()
+      ->type_name("FILE");
   sub->add_flag("--records", f->records, "print every record of each batch");
-  sub->add_flag("--json", f->json, "one JSON object per line per batch (records nested)");
+  sub->add_option("--format", f->format,
+                  "text, or json: one JSON object per line per batch (records nested)")
+      ->check(OneOf({"text", "json"}));
+  sub->add_flag("--json", f->json, "the same as --format json");
   sub->add_flag("--shallow", f->shallow, "do not decode records to validate batches");
-  return [f] { return Run(*f); };
+  sub->add_flag("--iso-time", g_iso_time,
+                "text output: timestamps as ISO-8601 UTC instead of milliseconds");
+  return [f] {
+    if (f->format == "json") f->json = true;
+    return Run(*f);
+  };
 }
 
 }  // namespace silt::cmd

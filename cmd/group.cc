@@ -17,6 +17,7 @@
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
 #include "cmd/net_util.h"
+#include "cmd/usage.h"
 
 namespace silt::cmd {
 namespace {
@@ -219,12 +220,22 @@ int ResetOffsets(client::Admin* admin, const GroupArgs& a) {
   Print(a.format == "json" ? json_out : t.Render(human));
   if (!a.execute && human)
     std::fprintf(stderr, "dry run: nothing changed; add --execute to apply this plan\n");
+  if (a.execute && human) {
+    size_t moved = 0;
+    for (const auto& [p, target] : plan) {
+      auto it = current.find(p);
+      if (it == current.end() || it->second != target) ++moved;
+    }
+    std::fprintf(stderr, "reset group %s on topic %s: %zu of %zu partition(s) moved\n",
+                 a.group.c_str(), a.topic.c_str(), moved, plan.size());
+  }
   return kExitOk;
 }
 
 int Delete(client::Admin* admin, const GroupArgs& a) {
   Status st = admin->DeleteGroup(a.group);
   if (!st.ok()) return Fail(st);
+  if (client::IsTerminal(1)) std::printf("deleted consumer group %s\n", a.group.c_str());
   return kExitOk;
 }
 
@@ -250,34 +261,37 @@ RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g) {
 
   CLI::App* list = sub->add_subcommand("list", "list consumer groups");
   list->add_option("--format", a->format, "output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(OneOf({"text", "json"}));
   AddDataDirOption(list, g);
   AddBootstrapOption(list, g);
 
   CLI::App* describe = sub->add_subcommand("describe", "committed offset, log end and lag per partition");
-  describe->add_option("group", a->group, "group name")->required();
+  describe->add_option("group", a->group, "group name")->required()->type_name("GROUP");
   describe->add_option("--format", a->format, "output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(OneOf({"text", "json"}));
   AddDataDirOption(describe, g);
   AddBootstrapOption(describe, g);
 
   CLI::App* reset = sub->add_subcommand("reset-offsets", "move a group's positions (dry run unless --execute)");
-  reset->add_option("group", a->group, "group name")->required();
-  reset->add_option("--topic", a->topic, "topic whose positions move")->required();
+  reset->add_option("group", a->group, "group name")->required()->type_name("GROUP");
+  reset->add_option("--topic", a->topic, "topic whose positions move")
+      ->required()
+      ->type_name("TOPIC");
   reset->add_flag("--to-earliest", a->to_earliest, "to each partition's log start");
   reset->add_flag("--to-latest", a->to_latest, "to each partition's log end");
   reset->add_option("--to-offset", a->to_offset, "to offset N (clamped into the log)");
   reset->add_option("--to-datetime", a->to_datetime,
-                    "to the first record at or after TIME (ms since the epoch or ISO-8601)");
+                    "to the first record at or after TIME (seconds below 1e11 or ms since the "
+                    "epoch, -1h, or ISO-8601)");
   reset->add_option("--shift-by", a->shift_by, "by N (negative: back) from the current position");
   reset->add_flag("--execute", a->execute, "apply the plan (default: only print it)");
   reset->add_option("--format", a->format, "output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(OneOf({"text", "json"}));
   AddDataDirOption(reset, g);
   AddBootstrapOption(reset, g);
 
   CLI::App* del = sub->add_subcommand("delete", "forget a consumer group's positions");
-  del->add_option("group", a->group, "group name")->required();
+  del->add_option("group", a->group, "group name")->required()->type_name("GROUP");
   AddDataDirOption(del, g);
   AddBootstrapOption(del, g);
 

@@ -7,12 +7,19 @@
 //   4. tests/cli/test_<name>.sh running the real binary, bad input included.
 #include <CLI/CLI.hpp>
 
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cmd/command.h"
 #include "cmd/commands.h"
+#include "cmd/usage.h"
 
 namespace silt::cmd {
 
@@ -28,6 +35,42 @@ std::string DefaultDataDir() {
   const char* env = std::getenv("SILT_DATA_DIR");
   return env && *env ? env : "./silt-data";
 }
+
+namespace {
+
+// True when standard output is a pipe whose reader has closed it.
+bool StdoutReaderGone() {
+  pollfd p{STDOUT_FILENO, POLLOUT, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
+
+// The two modes do not mix: -b works over the network, -d on a local data directory; and flags
+// whose help starts "with -b:" mean nothing without it. "" when the command line is consistent.
+std::string CheckModeFlags(const CLI::App& root) {
+  bool network = false, data_dir = false;
+  std::vector<std::string> network_only;
+  for (const CLI::App* a = &root; a;) {
+    for (const CLI::Option* o : a->get_options()) {
+      if (o->count() == 0) continue;
+      const auto& longs = o->get_lnames();
+      const std::string name = longs.empty() ? o->get_name() : "--" + longs[0];
+      if (name == "--bootstrap-server") network = true;
+      if (name == "--data-dir" && a->get_name() != "serve") data_dir = true;
+      if (o->get_description().rfind("with -b:", 0) == 0) network_only.push_back(name);
+    }
+    auto subs = a->get_subcommands();
+    a = subs.empty() ? nullptr : subs[0];
+  }
+  if (network && data_dir)
+    return "-b and -d cannot be used together: -b works against a cluster over the network, -d "
+           "on a local data directory";
+  if (!network && !network_only.empty())
+    return network_only[0] + " only means something with -b (against a cluster); without -b the "
+           "data directory is used directly";
+  return "";
+}
+
+}  // namespace
 
 }  // namespace silt::cmd
 
@@ -57,10 +100,17 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Usage errors: one line on stderr, exit 2, as for every other error.
-    std::fprintf(stderr, "silt: error: %s\n", e.what());
-    std::fprintf(stderr, "Run 'silt --help' for usage.\n");
-    return kExitError;
+    return Fail(ExplainParseError(app, e, argc, argv));
   }
   if (!selected) return kExitError;
-  return selected();
+  if (std::string why = CheckModeFlags(app); !why.empty()) return Fail(why);
+  // A reader that goes away (`silt dump-segment ... | head`) shows up as a failed write, not a
+  // killed process; the commands stop writing, and that ends as success, as for `cat | head`.
+  ::signal(SIGPIPE, SIG_IGN);
+  int rc = selected();
+  std::cout.flush();
+  std::fflush(stdout);
+  if ((std::cout.bad() || std::ferror(stdout)) && !StdoutReaderGone())
+    return Fail("writing to standard output failed");
+  return rc;
 }

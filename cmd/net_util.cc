@@ -14,7 +14,8 @@ namespace silt::cmd {
 void AddBootstrapOption(CLI::App* app, GlobalOptions* g) {
   app->add_option("-b,--bootstrap-server", g->bootstrap,
                   "work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] "
-                  "instead of a data directory");
+                  "instead of a data directory")
+      ->type_name("HOST:PORT");
 }
 
 Result<std::unique_ptr<client::Cluster>> ConnectCluster(const GlobalOptions& g) {

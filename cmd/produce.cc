@@ -4,9 +4,11 @@
 #include <CLI/CLI.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +25,7 @@
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
 #include "cmd/net_util.h"
+#include "cmd/usage.h"
 #include "storage/data_dir.h"
 
 namespace silt::cmd {
@@ -86,12 +89,26 @@ class Progress {
   bool shown_ = false;
 };
 
+// Set by SIGINT/SIGTERM: stop reading input, send what was read, say how much was written.
+std::atomic<bool> g_interrupted{false};
+void OnInterrupt(int) { g_interrupted.store(true); }
+
+void CatchInterrupts() {
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sa.sa_flags = SA_RESTART;  // file and socket calls carry on; only a wait (poll) is cut short
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
 // Reads every input and hands each record to `p`. Stops at the first failure, which it stores
 // in *failed with *failed_where naming the input line.
 void PumpInputs(client::Producer& p, const ProduceArgs& a,
                 const std::vector<std::pair<std::string, std::string>>& header_kv,
                 std::vector<std::pair<std::string, int>>& inputs, int64_t total_bytes,
-                Status* failed_out, std::string* failed_where_out) {
+                Status* failed_out, std::string* failed_where_out,
+                std::string* interrupted_where_out) {
   Status& failed = *failed_out;
   std::string& failed_where = *failed_where_out;
   const bool json = a.format == "json";
@@ -116,7 +133,14 @@ void PumpInputs(client::Producer& p, const ProduceArgs& a,
       if (ev.ok() && *ev == client::LineReader::Event::kIdle) {
         failed = p.SendPending();
         if (!failed.ok()) break;
-        ev = reader.Next(&line, -1);
+        // Wait for more in short steps, so that an interrupt is seen while input is quiet.
+        do {
+          ev = reader.Next(&line, 250);
+        } while (ev.ok() && *ev == client::LineReader::Event::kIdle && !g_interrupted.load());
+      }
+      if (g_interrupted.load(std::memory_order_relaxed)) {
+        *interrupted_where_out = name + " line " + std::to_string(reader.line_number() + 1);
+        break;
       }
       if (!ev.ok()) {
         failed = ev.status();
@@ -162,7 +186,7 @@ void PumpInputs(client::Producer& p, const ProduceArgs& a,
       progress.Update(p.records_delivered(), read_before + reader.bytes_read());
     }
     read_before += reader.bytes_read();
-    if (!failed.ok()) break;
+    if (!failed.ok() || !interrupted_where_out->empty()) break;
   }
   progress.Done();
 }
@@ -231,6 +255,10 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
     header_kv.emplace_back(h.substr(0, eq), h.substr(eq + 1));
   }
 
+  if (!NetworkMode(g)) {
+    if (Status st = CheckCanCreateDataDir(g.data_dir); !st.ok()) return Fail(st);
+  }
+
   // Open every input before writing anything, so a typo in a file name changes nothing.
   std::vector<std::pair<std::string, int>> inputs;
   int64_t total_bytes = 0;
@@ -271,8 +299,9 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
   client::Producer& p = *sink->producer;
 
   Status failed;
-  std::string failed_where;
-  PumpInputs(p, a, header_kv, inputs, total_bytes, &failed, &failed_where);
+  std::string failed_where, interrupted_where;
+  CatchInterrupts();
+  PumpInputs(p, a, header_kv, inputs, total_bytes, &failed, &failed_where, &interrupted_where);
   close_inputs();
 
   // Whatever happened, every record before the failure goes out as whole batches and is synced
@@ -290,6 +319,10 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
   }
   if (!flushed.ok()) return Fail(flushed);
   if (!closed.ok()) return Fail(closed);
+  if (!interrupted_where.empty())
+    return Fail("interrupted at " + interrupted_where + ": " +
+                std::to_string(p.records_delivered()) + " record(s) before it were " + done +
+                " to topic '" + a.topic + "'");
   if (p.records_failed() > 0)
     return Fail(std::to_string(p.records_failed()) + " record(s) were not acknowledged (" +
                 std::to_string(p.records_delivered()) + " were); first error: " + p.first_error());
@@ -300,8 +333,9 @@ int Run(const GlobalOptions& g, const ProduceArgs& a) {
 
 RunFn RegisterProduce(CLI::App* sub, GlobalOptions* g) {
   auto a = std::make_shared<ProduceArgs>();
-  sub->add_option("-t,--topic", a->topic, "topic to write to")->required();
-  sub->add_option("file", a->files, "input files, one record per line (default: stdin; - is stdin)");
+  sub->add_option("-t,--topic", a->topic, "topic to write to")->required()->type_name("TOPIC");
+  sub->add_option("file", a->files, "input files, one record per line (default: stdin; - is stdin)")
+      ->type_name("FILE");
   sub->add_option("-K,--key-delimiter", a->key_delimiter,
                   "split each line at the first DELIM into key and value");
   sub->add_option("-k,--key", a->key, "the same key for every record")
@@ -309,22 +343,22 @@ RunFn RegisterProduce(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("-H,--header", a->headers, "header KEY=VALUE on every record (repeatable)")
       ->allow_extra_args(false);
   sub->add_option("-p,--partition", a->partition, "write every record to partition N")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   sub->add_option("--partitioner", a->partitioner,
                   "murmur2 (default; sticky for unkeyed records), round-robin or random")
-      ->check(CLI::IsMember({"murmur2", "round-robin", "random"}));
+      ->check(OneOf({"murmur2", "round-robin", "random"}));
   sub->add_option("-z,--compression", a->compression, "none, gzip, snappy, lz4 or zstd")
-      ->check(CLI::IsMember({"none", "gzip", "snappy", "lz4", "zstd"}));
+      ->check(OneOf({"none", "gzip", "snappy", "lz4", "zstd"}));
   sub->add_option("--format", a->format,
                   "input format: text (a record per line) or json (objects as consume prints)")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(OneOf({"text", "json"}));
   sub->add_option("--batch-size", a->batch_size, "close a batch at this many bytes (default 256 KiB)");
   sub->add_option("--linger-ms", a->linger_ms,
                   "when input pauses, write waiting records after MS milliseconds (default 5)");
   sub->add_flag("--no-create", a->no_create, "fail if the topic does not exist");
   sub->add_option("--acks", a->acks,
                   "with -b: acknowledgements to wait for: 0, 1 or all (default all)")
-      ->check(CLI::IsMember({"0", "1", "all", "-1"}));
+      ->check(OneOf({"0", "1", "all", "-1"}));
   sub->add_flag("--no-idempotence", a->no_idempotence,
                 "with -b: no producer id and sequence numbers (retries may then duplicate)");
   AddDataDirOption(sub, g);

@@ -9,7 +9,10 @@
 #include "broker/config.h"
 #include "broker/logging.h"
 #include "broker/server.h"
+#include "cmd/cli_util.h"
 #include "cmd/command.h"
+#include "cmd/usage.h"
+#include "offsets/local.h"
 
 namespace silt::cmd {
 namespace {
@@ -41,6 +44,9 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) return Fail("--set: expected key=value, got '" + kv + "'");
     Status s = broker::ApplyServerProperty(&config, kv.substr(0, eq), kv.substr(eq + 1));
+    if (s.IsNotFound())
+      return Fail("--set: unknown broker config '" + kv.substr(0, eq) + "'" +
+                  DidYouMean(kv.substr(0, eq), broker::KnownServerProperties()));
     if (!s.ok()) return Fail(s.message().empty() ? s.ToString() : "--set: " + s.message());
   }
   if (!f.data_dir.empty()) config.data_dir = f.data_dir;
@@ -53,8 +59,16 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
     if (!s.ok()) return Fail("--advertised-listener: " + s.message());
   }
   if (f.node_id >= 0) config.node_id = f.node_id;
+  if (Status st = CheckCanCreateDataDir(config.data_dir); !st.ok()) return Fail(st);
+  // A key of a stock Kafka file that means nothing here is noted; one no broker knows is most
+  // likely a typo, and is named with the nearest key.
   for (const std::string& k : config.ignored_keys) {
-    broker::LogWarn("config key '" + k + "' has no effect on this broker; ignored");
+    broker::BrokerConfig scratch;
+    if (broker::ApplyServerProperty(&scratch, k, "").IsNotFound())
+      broker::LogWarn("unknown config key '" + k + "' in " + f.config_file +
+                      DidYouMean(k, broker::KnownServerProperties()) + "; ignored");
+    else
+      broker::LogWarn("config key '" + k + "' has no effect on this broker; ignored");
   }
 
   // Block the stop signals in every thread (the io threads inherit this mask) and wait for them
@@ -69,8 +83,15 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
 
   auto server = broker::Server::Start(config);
   if (!server.ok()) {
-    broker::LogError("cannot start: " + server.status().ToString());
-    return kExitError;
+    // Start-up failures end like every other command's errors: one line, exit 2.
+    const Status& st = server.status();
+    if (st.IsBusy()) {
+      if (auto pid = offsets::RunningBrokerPid(config.data_dir))
+        return Fail("cannot start: a broker (pid " + std::to_string(*pid) +
+                    ") is already running on data directory " + config.data_dir +
+                    "; stop it, or give this one another -d DIR");
+    }
+    return Fail("cannot start: " + (st.message().empty() ? st.ToString() : st.message()));
   }
   int sig = 0;
   sigwait(&stop, &sig);
@@ -85,15 +106,17 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
 RunFn RegisterServe(CLI::App* sub, GlobalOptions* global) {
   auto f = std::make_shared<ServeFlags>();
   sub->add_option("-c,--config", f->config_file,
-                  "server.properties file (Kafka's key names); flags override it");
+                  "server.properties file (Kafka's key names); flags override it")
+      ->type_name("FILE");
   sub->add_option("-d,--data-dir", f->data_dir,
-                  "data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)");
+                  "data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)")
+      ->type_name("DIR");
   sub->add_option("--listen", f->listen,
                   "address to listen on, HOST:PORT (default 127.0.0.1:9092; port 0 picks one)");
   sub->add_option("--advertised-listener", f->advertised,
                   "HOST:PORT clients are told to connect to (default: the bound address)");
   sub->add_option("--node-id", f->node_id, "this broker's node id (default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   sub->add_option("--set", f->sets, "set a broker config, key=value (repeatable)");
   sub->add_option("--log-level", f->log_level, "debug, info, warn or error (default info)");
   return [f, global] { return RunServe(*f, global); };

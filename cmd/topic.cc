@@ -16,10 +16,17 @@
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
 #include "cmd/net_util.h"
+#include "cmd/usage.h"
 #include "storage/data_dir.h"
+#include "storage/log_config.h"
 
 namespace silt::cmd {
 namespace {
+
+// Most partitions a topic of a data directory may have. Kafka's guidance is a few thousand
+// partitions per broker (4000, with each partition a directory of open files); a data directory
+// is one broker.
+constexpr int32_t kMaxLocalPartitions = 4000;
 
 struct TopicArgs {
   std::string name;
@@ -30,6 +37,15 @@ struct TopicArgs {
   std::vector<std::string> delete_configs;
   std::string format = "text";
 };
+
+// A topic config key this build does not know, with the nearest one it does. Only offline: a
+// cluster may know keys silt does not, and says so itself.
+Status CheckConfigKey(const GlobalOptions& g, const std::string& key) {
+  if (NetworkMode(g) || storage::LogConfig::IsKnownKey(key)) return Status::OK();
+  std::vector<std::string> known;
+  for (const auto& [k, v] : storage::LogConfig().ToMap()) known.push_back(k);
+  return Status::InvalidArgument("unknown topic config '" + key + "'" + DidYouMean(key, known));
+}
 
 Result<std::map<std::string, std::string>> ParseConfigs(const std::vector<std::string>& kvs) {
   std::map<std::string, std::string> out;
@@ -176,6 +192,21 @@ int AlterConfig(client::Admin* admin, const TopicArgs& a) {
     Status st = admin->AlterTopicConfigs(a.name, *configs, a.delete_configs);
     if (!st.ok()) return Fail(st);
   }
+  // What changed, for a person; a pipe gets nothing (the exit status says it worked).
+  if (client::IsTerminal(1)) {
+    std::vector<std::string> parts;
+    if (a.new_partitions > 0)
+      parts.push_back("grown to " + std::to_string(a.new_partitions) + " partitions");
+    if (!configs->empty()) parts.push_back("set " + JoinConfigs(*configs));
+    if (!a.delete_configs.empty()) {
+      std::string reset;
+      for (const auto& k : a.delete_configs) reset += (reset.empty() ? "" : ", ") + k;
+      parts.push_back("reset " + reset + " to the default");
+    }
+    std::string line;
+    for (size_t i = 0; i < parts.size(); ++i) line += (i ? "; " : "") + parts[i];
+    std::printf("altered topic %s: %s\n", a.name.c_str(), line.c_str());
+  }
   return kExitOk;
 }
 
@@ -188,7 +219,7 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
   AddBootstrapOption(sub, g);
 
   CLI::App* create = sub->add_subcommand("create", "create a topic");
-  create->add_option("name", a->name, "topic name")->required();
+  create->add_option("name", a->name, "topic name")->required()->type_name("NAME");
   create->add_option("--partitions", a->partitions, "number of partitions (default 1)");
   create->add_option("--replication-factor", a->replication_factor,
                      "with -b: replicas per partition (default: the broker's default)");
@@ -199,24 +230,24 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
 
   CLI::App* list = sub->add_subcommand("list", "list topics");
   list->add_option("--format", a->format, "output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(OneOf({"text", "json"}));
   AddDataDirOption(list, g);
   AddBootstrapOption(list, g);
 
   CLI::App* describe = sub->add_subcommand("describe", "show partitions, offsets, sizes and configs");
-  describe->add_option("name", a->name, "topic name")->required();
+  describe->add_option("name", a->name, "topic name")->required()->type_name("TOPIC");
   describe->add_option("--format", a->format, "output format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(OneOf({"text", "json"}));
   AddDataDirOption(describe, g);
   AddBootstrapOption(describe, g);
 
   CLI::App* del = sub->add_subcommand("delete", "delete a topic and all its data");
-  del->add_option("name", a->name, "topic name")->required();
+  del->add_option("name", a->name, "topic name")->required()->type_name("TOPIC");
   AddDataDirOption(del, g);
   AddBootstrapOption(del, g);
 
   CLI::App* alter = sub->add_subcommand("alter-config", "set or remove topic config overrides");
-  alter->add_option("name", a->name, "topic name")->required();
+  alter->add_option("name", a->name, "topic name")->required()->type_name("TOPIC");
   alter->add_option("--config", a->configs, "topic config KEY=VALUE to set (repeatable)")
       ->allow_extra_args(false);
   alter->add_option("--delete-config", a->delete_configs,
@@ -229,6 +260,22 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
 
   return [=]() {
     using Fn = int (*)(client::Admin*, const TopicArgs&);
+    // Config keys are checked before anything is opened, so a typo changes nothing.
+    for (const auto& kv : a->configs) {
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) continue;  // ParseConfigs says what is wrong
+      if (Status st = CheckConfigKey(*g, kv.substr(0, eq)); !st.ok()) return Fail(st);
+    }
+    for (const auto& k : a->delete_configs)
+      if (Status st = CheckConfigKey(*g, k); !st.ok()) return Fail(st);
+    // One data directory is one broker: keep it within what a Kafka broker handles well.
+    if (!NetworkMode(*g)) {
+      const int32_t asked = create->parsed() ? a->partitions : a->new_partitions;
+      if ((create->parsed() || alter->parsed()) && asked > kMaxLocalPartitions)
+        return Fail("--partitions " + std::to_string(asked) + " is more than a data directory "
+                    "takes (at most " + std::to_string(kMaxLocalPartitions) +
+                    " per topic, as for one Kafka broker)");
+    }
     auto run = [&](Fn fn, bool writable) {
       return WithAdmin(*g, writable, [&](client::Admin* admin) { return fn(admin, *a); });
     };

@@ -3,12 +3,17 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <set>
 
+#include "base/clock.h"
 #include "base/file.h"
+#include "client/table.h"
+#include "format/layout.h"
 #include "cmd/command.h"
+#include "cmd/usage.h"
 #include "storage/verify.h"
 
 namespace silt::cmd {
@@ -18,6 +23,7 @@ struct VerifyFlags {
   std::vector<std::string> paths;
   bool repair = false;
   bool json = false;
+  std::string format = "text";
   bool quiet = false;
   bool shallow = false;
 };
@@ -38,13 +44,97 @@ void PrintProblem(const storage::Problem& p, bool json) {
 // The partition directory a problem belongs to.
 std::string PartitionOf(const std::string& file) { return DirName(file); }
 
+bool IsSegmentFileName(const std::string& path) {
+  auto ends = [&](std::string_view suffix) {
+    return path.size() >= suffix.size() &&
+           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends(format::kLogSuffix) || ends(format::kIndexSuffix) ||
+         ends(format::kTimeIndexSuffix) || ends(format::kSnapshotSuffix);
+}
+
+void PrintSkipped(const std::string& path, bool json) {
+  static const char* kWhy = "not a segment file (.log, .index, .timeindex or .snapshot)";
+  if (json)
+    std::cout << nlohmann::ordered_json{{"skipped", path}, {"reason", kWhy}}.dump() << '\n';
+  else
+    std::cout << "skipped: " << path << ": " << kWhy << '\n';
+}
+
+bool IsPartitionDirName(const std::string& name) {
+  size_t dash = name.rfind('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == name.size()) return false;
+  return std::all_of(name.begin() + static_cast<long>(dash) + 1, name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Verifies `path` as storage::VerifyPath does; a data directory partition by partition, with a
+// progress line on a terminal's stderr once the work has taken a second.
+// *partitions counts the partition directories checked (an empty one, of a new topic, holds no
+// segment yet).
+Status VerifyWithProgress(const std::string& path, const storage::ScanOptions& options,
+                          storage::VerifyReport* report, int64_t* partition_count) {
+  *partition_count = 0;
+  if (!IsDirectory(path)) return storage::VerifyPath(path, options, report);
+  if (IsPartitionDirName(BaseName(path))) {
+    *partition_count = 1;
+    return storage::VerifyPath(path, options, report);
+  }
+  SILT_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(path));
+  std::vector<std::string> partitions;
+  for (const auto& n : names) {
+    if (n.size() > 4 && n.compare(n.size() - 4, 4, format::kLogSuffix) == 0)
+      return storage::VerifyPath(path, options, report);  // segments here: a partition
+    if (IsPartitionDirName(n) && IsDirectory(JoinPath(path, n))) partitions.push_back(n);
+  }
+  const bool show = client::IsTerminal(2);
+  const int64_t start = MonotonicMs();
+  int64_t last = 0;
+  bool shown = false;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    SILT_TRY(storage::VerifyPath(JoinPath(path, partitions[i]), options, report));
+    const int64_t now = MonotonicMs();
+    if (show && now - start >= 1000 && now - last >= 250) {
+      last = now;
+      std::fprintf(stderr, "\r\033[Kverifying %s: %zu of %zu partitions", path.c_str(), i + 1,
+                   partitions.size());
+      shown = true;
+    }
+  }
+  if (shown) std::fprintf(stderr, "\r\033[K");
+  *partition_count = static_cast<int64_t>(partitions.size());
+  return Status::OK();
+}
+
 int Run(const VerifyFlags& f, const GlobalOptions&) {
   storage::ScanOptions options;
   options.check_records = !f.shallow;
   storage::VerifyReport report;
+  std::vector<std::string> skipped;
   for (const auto& p : f.paths) {
-    Status s = storage::VerifyPath(p, options, &report);
+    if (PathExists(p) && !IsDirectory(p) && !IsSegmentFileName(p)) {
+      skipped.push_back(p);
+      continue;
+    }
+    const int64_t files_before = report.files;
+    int64_t partitions = 0;
+    Status s = VerifyWithProgress(p, options, &report, &partitions);
     if (!s.ok()) return Fail(s);
+    // A directory that holds no partition and no segment is a wrong path, not a clean log.
+    if (IsDirectory(p) && report.files == files_before && partitions == 0) {
+      auto names = ListDir(p);
+      std::string held = names.ok() && !names->empty()
+                             ? " (it holds " + std::to_string(names->size()) +
+                                   " entries, none a partition directory or segment file)"
+                             : " (it is empty)";
+      return Fail("no segment files under " + p + held);
+    }
+  }
+  for (const auto& p : skipped) PrintSkipped(p, f.json);
+  if (skipped.size() == f.paths.size()) {
+    std::cout.flush();
+    return Fail(skipped.size() == 1 ? skipped[0] + " is not a segment file; nothing checked"
+                                    : "none of the paths is a segment file; nothing checked");
   }
   for (const auto& p : report.problems) PrintProblem(p, f.json);
 
@@ -83,7 +173,9 @@ int Run(const VerifyFlags& f, const GlobalOptions&) {
     records += s.records;
     bytes += s.file_size;
   }
-  if (f.json) {
+  if (f.quiet) {
+    // Problems only, in either format: the exit status says whether there were any.
+  } else if (f.json) {
     nlohmann::ordered_json j = {{"summary",
                          {{"files", report.files},
                           {"batches", batches},
@@ -93,9 +185,12 @@ int Run(const VerifyFlags& f, const GlobalOptions&) {
                           {"repaired", repaired},
                           {"clean", report.clean()}}}};
     std::cout << j.dump() << '\n';
-  } else if (!f.quiet) {
+  } else {
+    // Sizes for people on a terminal (as silt(1) promises), exact bytes in a pipe.
+    const std::string size = client::IsTerminal(1) ? client::HumanBytes(bytes)
+                                                   : std::to_string(bytes) + " bytes";
     std::cout << "checked " << report.files << " files, " << batches << " batches, " << records
-              << " records, " << bytes << " bytes: ";
+              << " records, " << size << ": ";
     if (report.clean())
       std::cout << (repaired ? "clean after repair" : "clean") << '\n';
     else
@@ -113,15 +208,22 @@ RunFn RegisterVerifyCrc(CLI::App* sub, GlobalOptions* global) {
   sub->add_option("path", f->paths,
                   "segment files (.log, .index, .timeindex), partition directories or data "
                   "directories to check")
-      ->required();
+      ->required()
+      ->type_name("PATH");
   sub->add_flag("--repair", f->repair,
                 "truncate each damaged segment at its first bad batch, quarantine the cut bytes "
                 "and later segments, rebuild indexes");
-  sub->add_flag("--json", f->json, "one JSON object per line: each problem, then a summary");
-  sub->add_flag("-q,--quiet", f->quiet, "print problems only, no summary line");
+  sub->add_option("--format", f->format,
+                  "text, or json: one JSON object per line, each problem, then a summary")
+      ->check(OneOf({"text", "json"}));
+  sub->add_flag("--json", f->json, "the same as --format json");
+  sub->add_flag("-q,--quiet", f->quiet, "print problems only, no summary (text or JSON)");
   sub->add_flag("--shallow", f->shallow,
                 "check batch headers and CRCs only, without decoding the records");
-  return [f, global] { return Run(*f, *global); };
+  return [f, global] {
+    if (f->format == "json") f->json = true;
+    return Run(*f, *global);
+  };
 }
 
 }  // namespace silt::cmd

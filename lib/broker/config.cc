@@ -116,9 +116,11 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
     return ParseHostPort(value, &c->advertised_host, &c->advertised_port);
   }
   if (key == "log.dirs" || key == "log.dir") {
-    std::string first = value.substr(0, value.find(','));
-    if (first.empty()) return Status::InvalidArgument(key + ": empty");
-    c->data_dir = Trim(first);
+    if (value.find(',') != std::string::npos)
+      return Status::InvalidArgument(key + "=" + value + ": silt keeps one data directory per "
+                                     "broker; give one directory, not a list");
+    if (Trim(value).empty()) return Status::InvalidArgument(key + ": empty");
+    c->data_dir = Trim(value);
     return Status::OK();
   }
   if (key == "node.id" || key == "broker.id") {
@@ -189,6 +191,22 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
     }
   }
   return Status::NotFound("unknown broker config '" + key + "'");
+}
+
+std::vector<std::string> KnownServerProperties() {
+  // The keys ApplyServerProperty handles itself, in its order; then the synonyms and the
+  // ignored keys of stock Kafka files.
+  std::vector<std::string> keys = {
+      "listeners", "advertised.listeners", "log.dirs", "log.dir", "node.id", "broker.id",
+      "cluster.id", "num.partitions", "auto.create.topics.enable", "message.max.bytes",
+      "socket.request.max.bytes", "max.connections", "log.retention.check.interval.ms",
+      "num.io.threads", "offsets.topic.num.partitions", "offsets.retention.minutes",
+      "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
+      "group.min.session.timeout.ms", "group.max.session.timeout.ms", "log.cleaner.enable",
+      "log.cleaner.backoff.ms", "group.initial.rebalance.delay.ms"};
+  for (const Synonym& s : kSynonyms) keys.push_back(s.broker_key);
+  for (const char* k : kIgnored) keys.push_back(k);
+  return keys;
 }
 
 Status LoadServerProperties(const std::string& path, BrokerConfig* config) {

@@ -59,6 +59,10 @@ struct BrokerConfig {
 // for a key this broker does not know.
 Status ApplyServerProperty(BrokerConfig* config, const std::string& key, const std::string& value);
 
+// Every key ApplyServerProperty accepts, the ignored ones of stock Kafka files included (for
+// suggesting the nearest key to a misspelt one).
+std::vector<std::string> KnownServerProperties();
+
 // Reads a Java-style properties file (`key=value` or `key: value`, `#`/`!` comments) and applies
 // each entry in order. Unknown keys are collected in ignored_keys rather than refused, so a stock
 // Kafka server.properties loads.

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -182,7 +183,18 @@ Status Connection::Handshake() {
   SILT_ASSIGN_OR_RETURN(int32_t id, Send(protocol::ApiVersionsRequest{}, version));
   int32_t got = 0;
   std::string body;
-  SILT_TRY(Receive(&got, &body, timeout_ms_));
+  // Any Kafka broker answers ApiVersions at once; a port that is not a Kafka listener (an HTTP
+  // server waiting for a request line) may never answer: say so well before the request timeout.
+  constexpr int kHandshakeTimeoutMs = 10000;
+  const int wait_ms = std::min(timeout_ms_, kHandshakeTimeoutMs);
+  if (Status st = Receive(&got, &body, wait_ms); !st.ok()) {
+    if (!not_kafka_.empty()) return Status::IOError(not_kafka_);
+    if (st.message().find("timed out") != std::string::npos)
+      return Status::IOError(hp_.ToString() + " did not answer Kafka's ApiVersions request in " +
+                             std::to_string(wait_ms / 1000) +
+                             " s: is it a Kafka broker's listener?");
+    return st;
+  }
   if (got != id) return Broken("ApiVersions answer out of order");
   ByteReader r(body);
   protocol::ApiVersionsResponse resp;
@@ -269,6 +281,11 @@ Status Connection::Receive(int32_t* correlation_id, std::string* body, int timeo
   const int64_t deadline = Deadline(timeout_ms);
   char size_buf[4];
   SILT_TRY(ReadFull(size_buf, 4, deadline));
+  if (std::string_view(size_buf, 4) == "HTTP") {
+    not_kafka_ = hp_.ToString() + " answered in HTTP, not the Kafka protocol: -b needs a Kafka "
+                 "broker's listener";
+    return Broken(not_kafka_);
+  }
   int32_t size = static_cast<int32_t>(DecodeBE32(size_buf));
   // A response may legitimately be large (Fetch up to fetch.max.bytes); bound it anyway.
   if (size < 4 || size > (1 << 30)) return Broken("bad response size " + std::to_string(size));

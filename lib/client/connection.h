@@ -121,6 +121,8 @@ class Connection {
   int timeout_ms_;
   int32_t next_correlation_id_ = 1;
   std::deque<Pending> pending_;
+  // Set when the peer answered in another protocol (HTTP): what to tell the user.
+  std::string not_kafka_;
   std::map<int16_t, std::pair<int16_t, int16_t>> broker_versions_;
 };
 

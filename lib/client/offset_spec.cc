@@ -5,6 +5,9 @@
 #include <charconv>
 #include <cstdio>
 #include <ctime>
+#include <string>
+
+#include <time.h>
 
 namespace silt::client {
 namespace {
@@ -45,18 +48,52 @@ int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
 
 bool IsLeap(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
+int64_t NowMs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+// Splits "123ms" into 123 and "ms"; false unless digits are followed by letters only.
+bool NumberAndUnit(std::string_view s, int64_t* n, std::string_view* unit) {
+  size_t i = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  if (i == 0 || !ParseInt64(s.substr(0, i), n)) return false;
+  *unit = s.substr(i);
+  return std::all_of(unit->begin(), unit->end(), [](char c) { return c >= 'a' && c <= 'z'; });
+}
+
 }  // namespace
 
-Result<int64_t> ParseTimestampMs(std::string_view text) {
+Result<int64_t> ParseTimestampMs(std::string_view text, int64_t now_ms) {
   auto bad = [&] {
-    return Status::InvalidArgument("bad timestamp '" + std::string(text) +
-                                   "': expected milliseconds since the epoch or ISO-8601 "
-                                   "like 2026-01-02T03:04:05Z");
+    return Status::InvalidArgument(
+        "bad timestamp '" + std::string(text) +
+        "': expected seconds or milliseconds since the epoch (N, Ns, Nms), a time before now "
+        "(-1h, -15m, -30s, -2d) or ISO-8601 like 2026-01-02T03:04:05Z");
   };
   if (AllDigits(text)) {
     int64_t v;
     if (!ParseInt64(text, &v)) return bad();
+    if (v < kSecondsBelow) return v * 1000;
     return v;
+  }
+  int64_t n = 0;
+  std::string_view unit;
+  if (NumberAndUnit(text, &n, &unit)) {
+    if (unit == "ms") return n;
+    if (unit == "s" && n <= INT64_MAX / 1000) return n * 1000;
+    return bad();
+  }
+  if (!text.empty() && text[0] == '-' && NumberAndUnit(text.substr(1), &n, &unit)) {
+    int64_t scale = 0;
+    if (unit == "ms") scale = 1;
+    else if (unit == "s") scale = 1000;
+    else if (unit == "m") scale = 60 * 1000;
+    else if (unit == "h") scale = 3600 * 1000;
+    else if (unit == "d") scale = 24 * 3600 * 1000;
+    if (scale == 0 || n > INT64_MAX / scale / 2) return bad();
+    return (now_ms >= 0 ? now_ms : NowMs()) - n * scale;
   }
   size_t i = 0;
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, millis = 0;
@@ -126,15 +163,15 @@ std::string FormatTimestampMs(int64_t ms) {
   return buf;
 }
 
-Result<OffsetSpec> ParseOffsetSpec(std::string_view text) {
+Result<OffsetSpec> ParseOffsetSpec(std::string_view text, int64_t now_ms) {
   auto bad = [&](std::string why) {
     return Status::InvalidArgument("bad offset '" + std::string(text) + "'" + why +
-                                   ": expected beginning, end, N, -N or @TIME");
+                                   ": expected beginning, end, N, -N, @TIME or START:END");
   };
   if (text == "beginning" || text == "earliest") return OffsetSpec::Beginning();
   if (text == "end" || text == "latest") return OffsetSpec::End();
   if (!text.empty() && text[0] == '@') {
-    auto ts = ParseTimestampMs(text.substr(1));
+    auto ts = ParseTimestampMs(text.substr(1), now_ms);
     if (!ts.ok()) return bad(" (" + ts.status().message() + ")");
     return OffsetSpec{OffsetSpec::Kind::kTimestamp, *ts};
   }
@@ -146,6 +183,38 @@ Result<OffsetSpec> ParseOffsetSpec(std::string_view text) {
   int64_t n;
   if (!AllDigits(text) || !ParseInt64(text, &n)) return bad("");
   return OffsetSpec{OffsetSpec::Kind::kAbsolute, n};
+}
+
+Result<OffsetRange> ParseOffsetRange(std::string_view text, int64_t now_ms) {
+  // Where START ends: before ":@" always; for a START that is not a time, at its first ':'
+  // (a time's own ISO-8601 colons are never a separator); before a final ':' (open end).
+  size_t split = text.find(":@");
+  if (split == std::string_view::npos && !text.empty() && text[0] != '@')
+    split = text.find(':');
+  if (split == std::string_view::npos && text.size() > 1 && text.back() == ':')
+    split = text.size() - 1;
+  if (split == std::string_view::npos) {
+    SILT_ASSIGN_OR_RETURN(OffsetSpec start, ParseOffsetSpec(text, now_ms));
+    return OffsetRange{start, std::nullopt};
+  }
+  OffsetRange r;
+  std::string_view start = text.substr(0, split), end = text.substr(split + 1);
+  if (start.empty()) {
+    r.start = OffsetSpec::Beginning();
+  } else {
+    SILT_ASSIGN_OR_RETURN(r.start, ParseOffsetSpec(start, now_ms));
+  }
+  if (end.empty()) return r;
+  SILT_ASSIGN_OR_RETURN(OffsetSpec e, ParseOffsetSpec(end, now_ms));
+  if (e.kind != OffsetSpec::Kind::kAbsolute && e.kind != OffsetSpec::Kind::kTimestamp &&
+      e.kind != OffsetSpec::Kind::kEnd)
+    return Status::InvalidArgument("bad offset range '" + std::string(text) +
+                                   "': the end must be N, @TIME or end");
+  if (e.kind == r.start.kind && e.value < r.start.value)
+    return Status::InvalidArgument("bad offset range '" + std::string(text) +
+                                   "': the end comes before the start");
+  r.end = e;
+  return r;
 }
 
 Result<int64_t> ResolveOffset(const OffsetSpec& spec, int64_t log_start, int64_t log_end,

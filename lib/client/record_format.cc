@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/offset_spec.h"
 #include "format/record_batch.h"
 
 namespace silt::client {
@@ -222,8 +223,14 @@ Result<RecordFormatter> RecordFormatter::Parse(std::string_view format) {
         continue;
       }
       if (std::strchr("tpoksTh", t) == nullptr)
-        return Status::InvalidArgument("bad format '" + std::string(format) + "': unknown token %" +
-                                       std::string(1, t) + " (known: %t %p %o %k %s %T %h %%)");
+        return Status::InvalidArgument("bad format '" + std::string(format) +
+                                       "': unknown token %" + std::string(1, t) +
+                                       " (known: %t %p %o %k %s %T %T{iso} %h %%)");
+      // %T{iso}: the timestamp as ISO-8601 UTC; stored as the token 'I'.
+      if (t == 'T' && format.substr(i + 1, 5) == "{iso}") {
+        t = 'I';
+        i += 5;
+      }
       flush();
       f.pieces_.push_back({t, {}});
     } else {
@@ -276,6 +283,10 @@ void RecordFormatter::AppendFormatted(std::string_view topic, int32_t partition,
           case 'k': out->append(r.key); break;
           case 's': out->append(r.value); break;
           case 'T': AppendInt(r.timestamp, out); break;
+          case 'I':
+            if (r.timestamp < 0) AppendInt(r.timestamp, out);  // no timestamp (-1)
+            else out->append(FormatTimestampMs(r.timestamp));
+            break;
           case 'h': {
             bool first = true;
             for (const auto& [k, v] : r.headers) {

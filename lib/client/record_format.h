@@ -9,7 +9,8 @@
 // Reading accepts the same forms, so printing then reading copies every byte exactly.
 //
 // Templates (kcat's tokens): %t topic, %p partition, %o offset, %k key, %s value,
-// %T timestamp (ms), %h headers as k=v,k=v, %% a percent sign; escapes \n \t \r \\.
+// %T timestamp (ms), %T{iso} timestamp as ISO-8601 UTC (2026-01-02T03:04:05.000Z), %h headers
+// as k=v,k=v, %% a percent sign; escapes \n \t \r \\.
 #pragma once
 
 #include <cstdint>

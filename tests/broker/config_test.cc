@@ -18,7 +18,7 @@ TEST_CASE("a Kafka server.properties file maps onto the broker config") {
                           "# a comment\n"
                           "listeners=PLAINTEXT://0.0.0.0:19092\n"
                           "advertised.listeners=PLAINTEXT://broker.example:9093\n"
-                          "log.dirs=/var/lib/silt,/ignored\n"
+                          "log.dirs=/var/lib/silt\n"
                           "broker.id = 4\n"
                           "num.partitions=6\n"
                           "auto.create.topics.enable=false\n"
@@ -45,6 +45,26 @@ TEST_CASE("a Kafka server.properties file maps onto the broker config") {
   CHECK(ApplyServerProperty(&c, "no.such.key", "1").IsNotFound());
   CHECK(!ApplyServerProperty(&c, "listeners", "SSL://h:1").ok());
   (void)RemoveAll(dir);
+}
+
+TEST_CASE("log.dirs with several directories is refused rather than cut to the first") {
+  BrokerConfig c;
+  Status s = ApplyServerProperty(&c, "log.dirs", "/a,/b");
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.message().find("one data directory") != std::string::npos);
+  CHECK(c.data_dir == BrokerConfig().data_dir);
+  CHECK(ApplyServerProperty(&c, "log.dirs", " /a ").ok());
+  CHECK(c.data_dir == "/a");
+}
+
+TEST_CASE("every key listed as known is one the broker accepts") {
+  for (const std::string& k : KnownServerProperties()) {
+    BrokerConfig c;
+    INFO(k);
+    CHECK_FALSE(ApplyServerProperty(&c, k, "").IsNotFound());
+  }
+  BrokerConfig c;
+  CHECK(ApplyServerProperty(&c, "log.retention.hourz", "").IsNotFound());
 }
 
 TEST_CASE("host:port parsing accepts listeners, bare pairs and bracketed IPv6") {

@@ -26,7 +26,7 @@ run "$SILT" consume -t t -o -50 -p 1
 assert_eq "$(printf 'p1a\np1b\np1c')" "$OUT" "-o -N larger than the log starts at the beginning"
 run "$SILT" consume -t t -o end
 assert_eq "" "$OUT" "-o end prints nothing and exits"
-run "$SILT" consume -t t -p 0 -o @8000
+run "$SILT" consume -t t -p 0 -o @8000ms
 assert_eq "$(printf 'v7\nv8\nv9')" "$OUT" "-o @ms"
 run "$SILT" consume -t t -p 0 -o @1970-01-01T00:00:09Z
 assert_eq "$(printf 'v8\nv9')" "$OUT" "-o @ISO-8601"
@@ -37,7 +37,7 @@ assert_eq "" "$OUT" "-o @ after every record prints nothing"
 for bad in begin 12x -- @yesterday @2026-13-01 +5; do
   expect_fail 2 "bad offset '$bad'" "$SILT" consume -t t -o "$bad"
 done
-assert_contains "$ERR" "beginning, end, N, -N or @TIME" "bad offset message lists the forms"
+assert_contains "$ERR" "beginning, end, N, -N, @TIME or START:END" "bad offset message lists the forms"
 
 # Partitions and counts.
 run "$SILT" consume -t t -p 1 -p 0 --format '%p\n'

@@ -80,4 +80,60 @@ for page in "$SILT_SOURCE_DIR"/man/silt.1 "$SILT_SOURCE_DIR"/man/silt-*.1; do
     if grep -qE "^\.SH \"?$section\"?\$" "$page"; then pass; else fail "$(basename "$page") lacks the $section section"; fi
   done
 done
+
+# One page header on every page.
+for page in "$SILT_SOURCE_DIR"/man/*.[15]; do
+  if head -1 "$page" | grep -qE '^\.TH [A-Z\\-]+ [15] "[0-9]+" "silt [0-9.]+" "silt manual"$'; then
+    pass
+  else
+    fail "$(basename "$page") has another header: $(head -1 "$page")"
+  fi
+done
+# silt(1) lists every subcommand, and its SEE ALSO names every page.
+top="$SILT_SOURCE_DIR/man/silt.1"
+for cmd in $commands; do
+  if grep -qE "^\.B $(printf '%s' "$cmd" | sed 's/-/\\\\-/g')\$" "$top"; then pass; else fail "silt.1 does not list the subcommand $cmd"; fi
+done
+see_also=$(sed -n '/^\.SH "\{0,1\}SEE ALSO/,$p' "$top")
+for page in "$SILT_SOURCE_DIR"/man/silt-*.[15]; do
+  name=$(basename "$page")
+  ref="$(printf '%s' "${name%.*}" | sed 's/-/\\-/g') (${name##*.})"
+  case "$see_also" in *"$ref"*) pass ;; *) fail "silt.1 SEE ALSO lacks $name" ;; esac
+done
+# Commands that take -b show it in their SYNOPSIS, and their NAME line does not say "local".
+for cmd in $commands; do
+  page="$SILT_SOURCE_DIR/man/silt-$cmd.1"
+  [ -f "$page" ] || continue
+  if collect_help_options "$cmd" | grep -qx -- '-b'; then
+    synopsis=$(sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' "$page")
+    case "$synopsis" in *'\-b'*) pass ;; *) fail "silt-$cmd.1 SYNOPSIS does not show -b" ;; esac
+    if sed -n '/^\.SH NAME/,/^\.SH/p' "$page" | grep -qi 'local'; then
+      fail "silt-$cmd.1 NAME says local, but $cmd also works over the network"
+    else
+      pass
+    fi
+  fi
+done
+# The pages render without troff warnings.
+if command -v man >/dev/null && command -v groff >/dev/null; then
+  for page in "$SILT_SOURCE_DIR"/man/*.[15]; do
+    warnings=$(MANWIDTH=80 man -l --warnings "$page" 2>&1 >/dev/null)
+    if [ -z "$warnings" ]; then pass; else fail "$(basename "$page") renders with warnings: $warnings"; fi
+  done
+else
+  skip_part client "troff warnings: man or groff is not installed"
+fi
+# examples/README.md lists every example.
+for script in "$SILT_SOURCE_DIR"/examples/*.sh; do
+  name=$(basename "$script")
+  if grep -q "\`$name" "$SILT_SOURCE_DIR/examples/README.md"; then pass; else fail "examples/README.md does not list $name"; fi
+done
+# Human sizes on a terminal, as silt.1 promises; exact bytes in a pipe.
+if command -v script >/dev/null; then
+  echo hello | "$SILT" produce -t sizes
+  human=$(script -qec "$(printf '%q ' "$SILT" verify-crc "$SILT_DATA_DIR")" /dev/null | tr -d '\r')
+  assert_contains "$human" " B: clean" "verify-crc shows a human size on a terminal"
+  run "$SILT" verify-crc "$SILT_DATA_DIR"
+  assert_contains "$OUT" " bytes: clean" "verify-crc shows exact bytes in a pipe"
+fi
 finish

@@ -56,7 +56,7 @@ assert_contains "$OUT" '"partition":1,"committed_offset":4' "--shift-by is clamp
 expect_ok "--to-datetime ISO" "$SILT" group reset-offsets billing --topic t --to-datetime 1970-01-01T00:00:05Z --execute
 run "$SILT" consume -t t -g billing -p 0 -c 1
 assert_eq "a4" "$OUT" "--to-datetime finds the first record at or after the time"
-expect_ok "--to-datetime ms" "$SILT" group reset-offsets billing --topic t --to-datetime 9000 --format json
+expect_ok "--to-datetime ms" "$SILT" group reset-offsets billing --topic t --to-datetime 9000ms --format json
 assert_contains "$OUT" '"partition":0,"current_offset":5,"new_offset":8' "--to-datetime in ms"
 
 expect_fail 2 "two modes" "$SILT" group reset-offsets billing --topic t --to-earliest --to-latest

@@ -84,7 +84,7 @@ expect_fail 2 "a bad broker address" "$SILT" topic list -b "host:port"
 for i in $(seq 0 9); do printf '{"value":"r%d","timestamp":%d}\n' "$i" $(((i + 1) * 10000)); done |
   "$SILT" produce -b "$B" -t offs --format json
 assert_eq "$(printf 'r7\nr8\nr9')" "$("$SILT" consume -b "$B" -t offs -o -3)" "-o -3"
-assert_eq "$(printf 'r4\nr5')" "$("$SILT" consume -b "$B" -t offs -o @45000 -c 2)" "-o @TIME finds the first record at or after it"
+assert_eq "$(printf 'r4\nr5')" "$("$SILT" consume -b "$B" -t offs -o @45000ms -c 2)" "-o @TIME finds the first record at or after it"
 assert_eq "r2" "$("$SILT" consume -b "$B" -t offs -o 2 -c 1)" "-o N"
 assert_eq "" "$("$SILT" consume -b "$B" -t offs -o end)" "-o end without -f prints nothing"
 # -f follows: a record produced later arrives.

@@ -113,6 +113,19 @@ TEST_CASE("templates substitute kcat's tokens and escapes") {
   CHECK(out == "clicked\n");
 }
 
+TEST_CASE("%T{iso} prints the timestamp as ISO-8601 UTC and %T stays milliseconds") {
+  format::RecordView r = View("k", "v");
+  auto f = RecordFormatter::Parse("%T{iso} %T %T{x}\\n");
+  REQUIRE(f.ok());
+  std::string out;
+  f->Append("t", 0, r, &out);
+  CHECK(out == "2026-01-02T03:04:05.000Z 1767323045000 1767323045000{x}\n");
+  r.timestamp = -1;  // no timestamp
+  out.clear();
+  f->Append("t", 0, r, &out);
+  CHECK(out == "-1 -1 -1{x}\n");
+}
+
 TEST_CASE("templates with unknown tokens are rejected") {
   CHECK_FALSE(RecordFormatter::Parse("%x").ok());
   CHECK_FALSE(RecordFormatter::Parse("value %").ok());

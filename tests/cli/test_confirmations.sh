@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Changes say what they changed, in one line, on a terminal: topic alter-config, group delete,
+# group reset-offsets --execute. In a pipe they print nothing extra.
+source "$(dirname "$0")/lib.sh"
+
+# on_tty CMD...: runs CMD with stdout and stderr on a pseudo-terminal; output in $OUT.
+on_tty() {
+  local cmd
+  printf -v cmd '%q ' "$@"
+  OUT=$(script -qec "$cmd" /dev/null | tr -d '\r')
+}
+if ! command -v script >/dev/null; then
+  skip_part client "terminal checks: script(1) is not installed"
+  finish
+fi
+
+"$SILT" topic create t >/dev/null
+printf 'a\nb\nc\n' | "$SILT" produce -t t
+"$SILT" consume -t t -g billing -c 1 >/dev/null
+
+on_tty "$SILT" topic alter-config t --config retention.ms=60000 --delete-config segment.bytes --partitions 2
+assert_eq "altered topic t: grown to 2 partitions; set retention.ms=60000; reset segment.bytes to the default" "$OUT" "alter-config on a terminal"
+run "$SILT" topic alter-config t --config retention.ms=120000
+assert_eq "" "$OUT" "alter-config in a pipe prints nothing"
+assert_eq 0 "$RC" "alter-config in a pipe succeeds"
+
+on_tty "$SILT" group reset-offsets billing --topic t --to-earliest
+assert_contains "$OUT" "dry run: nothing changed" "a dry run says so"
+on_tty "$SILT" group reset-offsets billing --topic t --to-latest --execute
+assert_contains "$OUT" "reset group billing on topic t: 2 of 2 partition(s) moved" "reset --execute on a terminal"
+run "$SILT" group reset-offsets billing --topic t --to-latest --execute
+assert_eq "$(printf 'billing\tt\t0\t3\t3\nbilling\tt\t1\t0\t0')" "$OUT" "reset --execute in a pipe prints only the plan"
+assert_eq "" "$ERR" "reset --execute in a pipe adds nothing on stderr"
+
+on_tty "$SILT" group delete billing
+assert_eq "deleted consumer group billing" "$OUT" "group delete on a terminal"
+"$SILT" consume -t t -g other -c 1 >/dev/null
+run "$SILT" group delete other
+assert_eq "" "$OUT" "group delete in a pipe prints nothing"
+finish
