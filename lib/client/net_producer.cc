@@ -98,7 +98,8 @@ struct NetProducer::Batch {
 struct NetProducer::Part {
   int32_t id = 0;
   int32_t leader = -1;
-  std::unique_ptr<format::RecordBatchBuilder> builder;
+  // The open batch; held in the Part itself, one pointer less to follow per record.
+  std::optional<format::RecordBatchBuilder> builder;
   size_t open_bytes = 0;
   int64_t open_since_ms = 0;
   std::deque<std::unique_ptr<Batch>> queue;  // closed batches not yet acknowledged, in order
@@ -203,7 +204,7 @@ Status NetProducer::Send(std::optional<std::string_view> key, std::optional<std:
       bo.producer_epoch = producer_epoch_;
       bo.base_sequence = p.next_sequence;
     }
-    p.builder = std::make_unique<format::RecordBatchBuilder>(bo);
+    p.builder.emplace(bo, TakeSpareBuffer());
     p.open_bytes = format::kBatchHeaderSize;
     p.open_since_ms = MonotonicMs();
     next_wake_ms_ = std::min(next_wake_ms_, p.open_since_ms + options_.linger_ms);
@@ -261,13 +262,32 @@ void NetProducer::Finish(Batch* b) {
   b->state = Batch::State::kDone;
   buffered_ -= std::min(buffered_, b->bytes.size());
   --outstanding_;
+  // Nothing reads a finished batch's bytes again: the next open batch is built in them.
+  if (spare_.size() < parts_.size() &&
+      spare_bytes_ + b->bytes.capacity() <= options_.max_buffered_bytes) {
+    spare_bytes_ += b->bytes.capacity();
+    spare_.push_back(std::move(b->bytes));
+  }
+  b->bytes = std::string();
+}
+
+std::string NetProducer::TakeSpareBuffer() {
+  if (spare_.empty()) return std::string();
+  std::string buffer = std::move(spare_.back());
+  spare_.pop_back();
+  spare_bytes_ -= std::min(spare_bytes_, buffer.capacity());
+  return buffer;
 }
 
 Status NetProducer::Poll() { return PollSome(true); }
 
 Status NetProducer::PollSome(bool check_clock) {
-  // Looking for answers costs a system call: every few records is often enough.
-  if (requests_in_flight_ > 0 && ++polls_since_read_ >= kPollsPerRead) {
+  // Looking for answers costs a system call (poll): Poll() looks every time, Send() every
+  // kSendsPerRead records. A request's answer takes a round trip of the broker's work for it
+  // (milliseconds for a request of many partitions), next to which 64 records are microseconds;
+  // looking every few records instead cost a fifth of the producer's time at 1,024 partitions,
+  // where a request is nearly always outstanding.
+  if (requests_in_flight_ > 0 && (check_clock || ++polls_since_read_ >= kSendsPerRead)) {
     polls_since_read_ = 0;
     for (;;) {
       const int64_t before = requests_in_flight_;

@@ -108,8 +108,10 @@ class NetProducer final : public Producer {
   Status ReadAnswers(int wait_ms);
   void HandleResult(Part& p, Batch* b, int16_t code, const std::optional<std::string>& message);
   void FailBatch(Part& p, Batch* b, const std::string& why);
-  // Marks a batch acknowledged or failed for good and releases its buffer.
+  // Marks a batch acknowledged or failed for good and keeps its buffer for a later batch.
   void Finish(Batch* b);
+  // A finished batch's buffer to build the next one in (its capacity kept), or an empty string.
+  std::string TakeSpareBuffer();
   // Fails the queued batches whose delivery time has passed.
   void ExpireBatches(int64_t now);
   void Resequence(Part& p);
@@ -132,10 +134,15 @@ class NetProducer final : public Producer {
   int16_t producer_epoch_ = -1;
   size_t buffered_ = 0;         // bytes of open batches and of closed, unacknowledged ones
   int64_t outstanding_ = 0;     // closed batches not yet acknowledged or failed
+  // Buffers of finished batches, reused by the batches opened next: at most one per partition
+  // and max_buffered_bytes in all (counted apart from buffered_).
+  std::vector<std::string> spare_;
+  size_t spare_bytes_ = 0;
   bool kick_ = false;           // something may be sendable now: SendReady() on the next Poll()
   int64_t next_wake_ms_ = 0;    // when SendReady() next has something to do without a kick
   static constexpr int kPollsPerRead = 8;
-  int polls_since_read_ = 0;    // Poll() calls since it last looked for answers
+  static constexpr int kSendsPerRead = 64;
+  int polls_since_read_ = 0;    // Send()s since it last looked for answers
   int polls_since_clock_ = 0;   // Send()s since Poll() last read the clock
   bool need_metadata_ = false;
   int64_t records_acked_ = 0;
