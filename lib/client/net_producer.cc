@@ -102,6 +102,7 @@ struct NetProducer::Part {
   std::optional<format::RecordBatchBuilder> builder;
   size_t open_bytes = 0;
   int64_t open_since_ms = 0;
+  size_t last_batch_bytes = 0;  // the size of the batch closed last (to size the next one)
   std::deque<std::unique_ptr<Batch>> queue;  // closed batches not yet acknowledged, in order
   int in_flight = 0;
   int32_t next_sequence = 0;   // for the next batch closed
@@ -204,7 +205,12 @@ Status NetProducer::Send(std::optional<std::string_view> key, std::optional<std:
       bo.producer_epoch = producer_epoch_;
       bo.base_sequence = p.next_sequence;
     }
-    p.builder.emplace(bo, TakeSpareBuffer());
+    // Room for a batch like the last one and a half: a batch grown in place reallocates and
+    // copies itself several times, each time into memory not yet touched.
+    std::string buffer = TakeSpareBuffer();
+    buffer.reserve(std::min(options_.batch_bytes + options_.batch_bytes / 8,
+                            p.last_batch_bytes + p.last_batch_bytes / 2));
+    p.builder.emplace(bo, std::move(buffer));
     p.open_bytes = format::kBatchHeaderSize;
     p.open_since_ms = MonotonicMs();
     next_wake_ms_ = std::min(next_wake_ms_, p.open_since_ms + options_.linger_ms);
@@ -241,6 +247,7 @@ Status NetProducer::CloseBatch(Part& p) {
   b->records = p.builder->record_count();
   SILT_ASSIGN_OR_RETURN(b->bytes, p.builder->Finish());
   p.builder.reset();
+  p.last_batch_bytes = b->bytes.size();
   if (options_.idempotent && producer_id_ >= 0) {
     b->base_sequence = p.next_sequence;
     p.next_sequence += b->records;
