@@ -88,7 +88,8 @@ seq 1 "$N" | awk '{printf "%010d:%090d\n", $1 * 7919 % 1000000007, $1}' > "$DIR/
 
 "$SILT" serve -d "$DIR/data" --listen 127.0.0.1:0 2>"$DIR/broker.log" &
 BPID=$!
-trap 'kill $BPID 2>/dev/null || true' EXIT
+# On exit the broker is stopped and waited for, so that a next run can remove its data dir.
+trap 'kill $BPID 2>/dev/null && wait $BPID 2>/dev/null; true' EXIT
 for _ in $(seq 100); do grep -q "listening on" "$DIR/broker.log" 2>/dev/null && break; sleep 0.1; done
 B=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$DIR/broker.log" | head -1)
 [ -n "$B" ] || { echo "broker did not start:" >&2; cat "$DIR/broker.log" >&2; exit 1; }
