@@ -175,7 +175,8 @@ Result<std::string> RecordBatchBuilder::Finish() {
     batch = std::move(buffer_);
     buffer_.clear();  // a moved-from string is valid but unspecified
   } else {
-    batch = header_;
+    batch.reserve(kBatchHeaderSize + records.size());  // the codec appends without regrowing
+    batch.assign(header_);
     CompressOptions co;
     co.level = options_.compression_level;
     co.snappy_xerial = options_.snappy_xerial;
