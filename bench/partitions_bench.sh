@@ -78,9 +78,11 @@ load() { echo "load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 # makes a 16-partition run last 9 s.
 read -r -a KCAT_SETTINGS <<< "${BENCH_KCAT_SETTINGS:--X acks=1 -X linger.ms=$LINGER -X partitioner=murmur2_random}"
 # silt's own client: acks=1 (which turns idempotence off, as in Kafka's producer), the same linger
-# as kcat, and its defaults otherwise (--batch-size 256 KiB). At 1,024 partitions the linger sets
-# silt's batch size (rate x linger / partitions: ~1.5-5 KB at 5 ms, ~8 KB at 100 ms), and the
-# broker's cost per partition appended follows it (0.46 s of broker CPU at 5 ms, 0.19 s at 100).
+# as kcat, and its defaults otherwise (--batch-size 256 KiB). At 1,024 partitions a partition has
+# one batch in flight (acks=1) and every request carries nearly all of them, so a batch holds what
+# arrived during one round trip plus the linger after it (~30 records, ~3 KB, at 5 ms), and the
+# broker's cost per partition appended (a write(2) to that partition's segment, ~5 us here)
+# follows the number of batches: SILT_PRODUCE_TRACE=1 shows requests, partitions and bytes.
 SILT_SETTINGS=(--acks 1 --linger-ms "$LINGER" -K :)
 
 echo "generating $N keyed records (10-byte key, 90-byte value)..." >&2
