@@ -12,6 +12,13 @@
 #      costs the broker file creation and fsyncs, is inside the figure) and then "warm". The
 #      records that reached the log are counted (the sum of the partitions' log end offsets) so
 #      that a client that loses records cannot look fast.
+#      kcat's own ceiling at each partition count: the same kcat, same settings, producing to
+#      librdkafka's in-memory mock broker (bench/mock_broker, a process of its own with a topic
+#      of that many partitions, where a partition costs the broker next to nothing). If kcat
+#      falls as far against the mock as against silt, the limit is kcat's, and the figure that
+#      says what silt costs it is silt/mock at each count (printed beside the ratios).
+#      Then the same two targets (silt, mock) at the first and last partition counts with
+#      kcat's linger.ms at each of BENCH_LINGER_SWEEP, the same setting for both counts.
 #   2. The broker's CPU per Produce request and per partition in a request, with requests of
 #      1 to 1,024 partitions (bench/produce_request_bench, one connection, 5 in flight).
 #   3. What 10,000 partitions (BENCH_MANY_PARTITIONS) cost the broker at rest: its resident
@@ -24,7 +31,9 @@
 # BENCH_PARTITIONS ("1 16 128 1024"), BENCH_CLIENTS ("silt kcat"), BENCH_LINGER_MS (both
 # clients' linger, default 5), BENCH_MANY_PARTITIONS (10000; 0 skips part 3), BENCH_DIR,
 # PRODUCE_REQUEST_BENCH (default: bench/ beside $SILT, built by CMake with the others; "none"
-# skips part 2).
+# skips part 2), MOCK_BROKER (bench/mock_broker beside $SILT, built when librdkafka-dev is
+# installed; "none" skips the mock baseline), BENCH_LINGER_SWEEP (kcat linger.ms values, default
+# "5 20 100"; empty skips the sweep).
 #
 # A quick look at part 1 alone, e.g. while working on the client:
 #   BENCH_PARTITIONS="1 1024" BENCH_RUNS=2 BENCH_CLIENTS=silt BENCH_MANY_PARTITIONS=0 \
@@ -42,9 +51,13 @@ COUNTS=${BENCH_PARTITIONS:-1 16 128 1024}
 CLIENTS=${BENCH_CLIENTS:-silt kcat}
 LINGER=${BENCH_LINGER_MS:-5}
 MANY=${BENCH_MANY_PARTITIONS:-10000}
+SWEEP=${BENCH_LINGER_SWEEP-5 20 100}
 DIR=${BENCH_DIR:-/tmp/silt-bench}/partitions
 rm -rf "$DIR"; mkdir -p "$DIR"
 BIN_DIR=$(cd "$(dirname "$SILT")" && pwd)
+MOCK=${MOCK_BROKER:-$BIN_DIR/bench/mock_broker}
+case " $CLIENTS " in *" kcat "*) ;; *) MOCK=none ;; esac
+[ "$MOCK" = none ] || [ -x "$MOCK" ] || { echo "no $MOCK (build bench/mock_broker, or MOCK_BROKER=none): the kcat baseline is skipped" >&2; MOCK=none; }
 PY=/usr/bin/python3
 TICK=$(getconf CLK_TCK)
 now() { date +%s.%N; }
@@ -65,9 +78,11 @@ load() { echo "load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 # makes a 16-partition run last 9 s.
 read -r -a KCAT_SETTINGS <<< "${BENCH_KCAT_SETTINGS:--X acks=1 -X linger.ms=$LINGER -X partitioner=murmur2_random}"
 # silt's own client: acks=1 (which turns idempotence off, as in Kafka's producer), the same linger
-# as kcat, and its defaults otherwise (--batch-size 256 KiB). At 1,024 partitions the linger sets
-# silt's batch size (rate x linger / partitions: ~1.5-5 KB at 5 ms, ~8 KB at 100 ms), and the
-# broker's cost per partition appended follows it (0.46 s of broker CPU at 5 ms, 0.19 s at 100).
+# as kcat, and its defaults otherwise (--batch-size 256 KiB). At 1,024 partitions a partition has
+# one batch in flight (acks=1) and every request carries nearly all of them, so a batch holds what
+# arrived during one round trip plus the linger after it (~30 records, ~3 KB, at 5 ms), and the
+# broker's cost per partition appended (a write(2) to that partition's segment, ~5 us here)
+# follows the number of batches: SILT_PRODUCE_TRACE=1 shows requests, partitions and bytes.
 SILT_SETTINGS=(--acks 1 --linger-ms "$LINGER" -K :)
 
 echo "generating $N keyed records (10-byte key, 90-byte value)..." >&2
@@ -75,7 +90,8 @@ seq 1 "$N" | awk '{printf "%010d:%090d\n", $1 * 7919 % 1000000007, $1}' > "$DIR/
 
 "$SILT" serve -d "$DIR/data" --listen 127.0.0.1:0 2>"$DIR/broker.log" &
 BPID=$!
-trap 'kill $BPID 2>/dev/null || true' EXIT
+# On exit the broker is stopped and waited for, so that a next run can remove its data dir.
+trap 'kill $BPID 2>/dev/null && wait $BPID 2>/dev/null; true' EXIT
 for _ in $(seq 100); do grep -q "listening on" "$DIR/broker.log" 2>/dev/null && break; sleep 0.1; done
 B=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$DIR/broker.log" | head -1)
 [ -n "$B" ] || { echo "broker did not start:" >&2; cat "$DIR/broker.log" >&2; exit 1; }
@@ -165,6 +181,80 @@ for client in $CLIENTS; do
     echo "$client $phase: $last partitions / $first: $(calc "round(${RATE[$client,$phase,$last]} / ${RATE[$client,$phase,$first]}, 2)")x   (goal >= 0.6x)"
   done
 done
+
+# ---- kcat's own ceiling: the same kcat against librdkafka's mock broker --------------------
+# mock_rate PARTS [KCAT SETTINGS...]: the best of RUNS kcat runs (records/s) against a fresh
+# mock broker with a topic of PARTS partitions; sets MOCK_CCPU (kcat's CPU seconds) and
+# MOCK_BCPU (the mock's) of the best run.
+mock_rate() {
+  local parts=$1 best="" mpid mb t0 t1 d cpu m0 m1 out
+  shift
+  rm -f "$DIR/mock.in"; mkfifo "$DIR/mock.in"
+  "$MOCK" --topic "m:$parts" < "$DIR/mock.in" > "$DIR/mock.out" 2>"$DIR/mock.err" &
+  mpid=$!
+  exec 7> "$DIR/mock.in"  # the mock serves until this closes
+  for _ in $(seq 100); do grep -q bootstrap "$DIR/mock.out" 2>/dev/null && break; sleep 0.05; done
+  mb=$(awk '/^bootstrap/ {print $2}' "$DIR/mock.out")
+  [ -n "$mb" ] || { echo "mock broker did not start: $(cat "$DIR/mock.err")" >&2; exit 1; }
+  for _ in $(seq "$RUNS"); do
+    m0=$(awk '{print $14 + $15}' "/proc/$mpid/stat"); t0=$(now)
+    out=$( { /usr/bin/time -f "%U %S" kcat -P -b "$mb" -t m -K : "$@" < "$DIR/records.txt" >/dev/null; } 2>&1)
+    t1=$(now); m1=$(awk '{print $14 + $15}' "/proc/$mpid/stat")
+    if echo "$out" | grep -qi "fail"; then echo "kcat -> mock ($parts partitions): $out" >&2; exit 1; fi
+    cpu=$(echo "$out" | tail -1)
+    d=$(calc "$t1 - $t0")
+    if [ -z "$best" ] || [ "$(calc "int($d < $best)")" = 1 ]; then
+      best=$d; MOCK_CCPU=$(calc "round(${cpu% *} + ${cpu#* }, 2)"); MOCK_BCPU=$(calc "round(($m1 - $m0) / $TICK, 2)")
+    fi
+  done
+  exec 7>&-
+  wait "$mpid" || true
+  MOCK_RATE=$(calc "$N / $best")
+}
+
+if [ "$MOCK" != none ]; then
+  echo "kcat -> librdkafka's mock broker (bench/mock_broker, same kcat settings; best of $RUNS):"
+  declare -A MRATE
+  printf "%-6s %10s %12s %7s %10s %10s %11s  %s\n" target partitions records/s ratio kcat-cpu mock-cpu silt/mock load
+  for parts in $COUNTS; do
+    echo "  kcat -> mock, $parts partition(s)..." >&2
+    mock_rate "$parts" "${KCAT_SETTINGS[@]}"
+    MRATE[$parts]=$MOCK_RATE
+    printf "%-6s %10s %12s %6sx %9ss %9ss %10sx  (%s)\n" mock "$parts" "$(calc "round($MOCK_RATE)")" \
+      "$(calc "round($MOCK_RATE / ${MRATE[$first]}, 2)")" "$MOCK_CCPU" "$MOCK_BCPU" \
+      "$(calc "round(${RATE[kcat,warm,$parts]} / $MOCK_RATE, 2)")" "$(load)"
+  done
+  echo "kcat -> mock: $last partitions / $first: $(calc "round(${MRATE[$last]} / ${MRATE[$first]}, 2)")x (kcat -> silt, warm: $(calc "round(${RATE[kcat,warm,$last]} / ${RATE[kcat,warm,$first]}, 2)")x)"
+fi
+
+# kcat's linger.ms, the same for both partition counts, against silt (warm topic) and the mock.
+if [ -n "$SWEEP" ] && case " $CLIENTS " in *" kcat "*) true ;; *) false ;; esac; then
+  echo "kcat linger.ms sweep (records/s, best of $RUNS; ratio = $last partitions / $first):"
+  printf "%-10s %-6s %12s %12s %7s\n" linger.ms target "$first" "$last" ratio
+  for lg in $SWEEP; do
+    settings=(-X acks=1 -X linger.ms="$lg" -X partitioner=murmur2_random)
+    declare -A SW=()
+    for parts in $first $last; do
+      topic="sweep-$lg-$parts"
+      "$SILT" topic create -b "$B" "$topic" --partitions "$parts" >/dev/null
+      kcat -P -b "$B" -t "$topic" -K : "${settings[@]}" < "$DIR/records.txt"  # warms the topic
+      best=""
+      for _ in $(seq "$RUNS"); do
+        t0=$(now); kcat -P -b "$B" -t "$topic" -K : "${settings[@]}" < "$DIR/records.txt"; t1=$(now)
+        d=$(calc "$t1 - $t0")
+        if [ -z "$best" ] || [ "$(calc "int($d < $best)")" = 1 ]; then best=$d; fi
+      done
+      drop "$topic"
+      SW[silt,$parts]=$(calc "$N / $best")
+      if [ "$MOCK" != none ]; then mock_rate "$parts" "${settings[@]}"; SW[mock,$parts]=$MOCK_RATE; fi
+    done
+    for target in silt mock; do
+      [ -n "${SW[$target,$first]:-}" ] || continue
+      printf "%-10s %-6s %12s %12s %6sx\n" "$lg" "$target" "$(calc "round(${SW[$target,$first]})")" \
+        "$(calc "round(${SW[$target,$last]})")" "$(calc "round(${SW[$target,$last]} / ${SW[$target,$first]}, 2)")"
+    done
+  done
+fi
 
 # ---- the broker's cost per request and per partition in a request ------------------------
 # kcat (librdkafka 2.0) sends one partition per Produce request, silt's client all of a

@@ -1,9 +1,13 @@
 // Producing records to a Kafka cluster (silt or Apache Kafka) over the network.
 //
 // Records are grouped into RecordBatch v2 batches per partition. A batch is closed when it
-// reaches `batch_bytes`, or once its oldest record has waited `linger_ms` and its partition may
-// send (as in Kafka's accumulator): while a partition waits for an answer, its open batch keeps
-// growing instead of queueing many small ones. Each leader gets Produce requests carrying at most
+// reaches `batch_bytes`, or once its partition may send and `linger_ms` has passed both since its
+// oldest record and since the answer that let its partition send again: while a partition waits
+// for an answer, its open batch keeps growing instead of queueing many small ones, and after the
+// answer it lingers as a batch would. (Kafka's accumulator counts the linger from the first
+// record only, so that a partition waiting for answers sends as soon as they come: with many
+// partitions, each request then carries what arrived during one round trip, and the broker's
+// cost per partition appended sets the pace, its core busy all the time.) Each leader gets Produce requests carrying at most
 // one batch per partition and at most max(batch_bytes, 8 MiB) of batches each; up to
 // `max_in_flight` requests are pipelined per connection. Buffered bytes (open and unacknowledged
 // batches) are bounded by `max_buffered_bytes`: Send() waits for answers beyond it.
@@ -108,12 +112,17 @@ class NetProducer final : public Producer {
   Status ReadAnswers(int wait_ms);
   void HandleResult(Part& p, Batch* b, int16_t code, const std::optional<std::string>& message);
   void FailBatch(Part& p, Batch* b, const std::string& why);
-  // Marks a batch acknowledged or failed for good and releases its buffer.
+  // Marks a batch acknowledged or failed for good and keeps its buffer for a later batch.
   void Finish(Batch* b);
+  // A finished batch's buffer to build the next one in (its capacity kept), or an empty string.
+  std::string TakeSpareBuffer();
   // Fails the queued batches whose delivery time has passed.
   void ExpireBatches(int64_t now);
   void Resequence(Part& p);
   void MarkPending(Part& p);
+  // Batches a partition may have in flight: 5 with idempotence (ordered by sequence numbers),
+  // else 1, so that a retry cannot reorder.
+  int MaxPartInFlight() const { return options_.idempotent ? 5 : 1; }
   // Answers everything in flight on `c` as a network error (to be re-sent) and drops it.
   void LoseConnection(Connection* c, const Status& why);
   Status RefreshLeaders();
@@ -132,10 +141,15 @@ class NetProducer final : public Producer {
   int16_t producer_epoch_ = -1;
   size_t buffered_ = 0;         // bytes of open batches and of closed, unacknowledged ones
   int64_t outstanding_ = 0;     // closed batches not yet acknowledged or failed
+  // Buffers of finished batches, reused by the batches opened next: at most one per partition
+  // and max_buffered_bytes in all (counted apart from buffered_).
+  std::vector<std::string> spare_;
+  size_t spare_bytes_ = 0;
   bool kick_ = false;           // something may be sendable now: SendReady() on the next Poll()
   int64_t next_wake_ms_ = 0;    // when SendReady() next has something to do without a kick
   static constexpr int kPollsPerRead = 8;
-  int polls_since_read_ = 0;    // Poll() calls since it last looked for answers
+  static constexpr int kSendsPerRead = 64;
+  int polls_since_read_ = 0;    // Send()s since it last looked for answers
   int polls_since_clock_ = 0;   // Send()s since Poll() last read the clock
   bool need_metadata_ = false;
   int64_t records_acked_ = 0;

@@ -1,6 +1,7 @@
 #include "format/record_batch.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "base/clock.h"
@@ -14,6 +15,11 @@ namespace {
 // Smallest record: length, attributes, timestampDelta, offsetDelta, keyLength, valueLength,
 // headersCount, one byte each.
 constexpr size_t kMinRecordSize = 7;
+
+// Bytes WriteNullableBytes writes.
+size_t NullableBytesLength(bool null, std::string_view b) {
+  return null ? 1 : static_cast<size_t>(VarintLength(static_cast<int32_t>(b.size()))) + b.size();
+}
 
 void WriteNullableBytes(ByteWriter& w, bool null, std::string_view b) {
   if (null) {
@@ -55,6 +61,11 @@ ControlType ParseControlType(std::string_view key) {
 
 RecordBatchBuilder::RecordBatchBuilder(Options options) : options_(options) {}
 
+RecordBatchBuilder::RecordBatchBuilder(Options options, std::string buffer)
+    : options_(options), buffer_(std::move(buffer)) {
+  buffer_.clear();
+}
+
 void RecordBatchBuilder::Add(
     const std::optional<std::string_view>& key, const std::optional<std::string_view>& value,
     int64_t timestamp,
@@ -77,25 +88,36 @@ void RecordBatchBuilder::AddRecord(
   if (count_ == 0) {
     first_ts_ = options_.base_timestamp >= 0 ? options_.base_timestamp : timestamp;
     max_ts_ = timestamp;
+    buffer_.assign(kBatchHeaderSize, '\0');  // written by Finish()
   }
   max_ts_ = std::max(max_ts_, timestamp);
 
-  scratch_.clear();
-  ByteWriter w(&scratch_);
-  w.I8(0);                          // attributes
-  w.Varlong(timestamp - first_ts_);  // timestampDelta
-  w.Varint(offset_delta);            // offsetDelta
-  WriteNullableBytes(w, !key.has_value(), key.value_or(std::string_view()));
-  WriteNullableBytes(w, !value.has_value(), value.value_or(std::string_view()));
+  const int64_t timestamp_delta = timestamp - first_ts_;
+  const std::string_view k = key.value_or(std::string_view());
+  const std::string_view v = value.value_or(std::string_view());
+  // The body's length comes first: it is summed from the fields, so that the record is written
+  // once, straight into the batch.
+  size_t length = 1 + static_cast<size_t>(VarlongLength(timestamp_delta)) +
+                  static_cast<size_t>(VarintLength(offset_delta)) +
+                  NullableBytesLength(!key.has_value(), k) +
+                  NullableBytesLength(!value.has_value(), v) +
+                  static_cast<size_t>(VarintLength(static_cast<int32_t>(headers.size())));
+  for (const auto& [hk, hv] : headers)
+    length += NullableBytesLength(false, hk) +
+              NullableBytesLength(!hv.has_value(), hv.value_or(std::string_view()));
+
+  ByteWriter w(&buffer_);
+  w.Varint(static_cast<int32_t>(length));  // length
+  w.I8(0);                                 // attributes
+  w.Varlong(timestamp_delta);              // timestampDelta
+  w.Varint(offset_delta);                  // offsetDelta
+  WriteNullableBytes(w, !key.has_value(), k);
+  WriteNullableBytes(w, !value.has_value(), v);
   w.Varint(static_cast<int32_t>(headers.size()));  // headersCount
   for (const auto& [hk, hv] : headers) {
     WriteNullableBytes(w, false, hk);
     WriteNullableBytes(w, !hv.has_value(), hv.value_or(std::string_view()));
   }
-
-  ByteWriter out(&records_);
-  out.Varint(static_cast<int32_t>(scratch_.size()));  // length
-  out.Raw(scratch_);
   ++count_;
   last_delta_ = offset_delta;
 }
@@ -113,7 +135,9 @@ void RecordBatchBuilder::Add(const Record& r) {
 
 int RecordBatchBuilder::record_count() const { return count_; }
 
-size_t RecordBatchBuilder::uncompressed_size() const { return records_.size(); }
+size_t RecordBatchBuilder::uncompressed_size() const {
+  return count_ == 0 ? 0 : buffer_.size() - kBatchHeaderSize;
+}
 
 Result<std::string> RecordBatchBuilder::Finish() {
   int16_t attributes = static_cast<int16_t>(options_.compression) & kCompressionMask;
@@ -122,9 +146,10 @@ Result<std::string> RecordBatchBuilder::Finish() {
   if (options_.control) attributes |= kControlBit;
   if (options_.delete_horizon) attributes |= kDeleteHorizonBit;
 
-  std::string batch;
-  batch.reserve(kBatchHeaderSize + records_.size());
-  ByteWriter w(&batch);
+  if (count_ == 0) buffer_.assign(kBatchHeaderSize, '\0');  // a batch without records
+  const std::string_view records = std::string_view(buffer_).substr(kBatchHeaderSize);
+  header_.clear();
+  ByteWriter w(&header_);
   // Spec order; the fields marked "patched" are filled in once the records are written.
   w.I64(options_.base_offset);                                   // baseOffset
   w.I32(0);                                                      // batchLength (patched)
@@ -140,31 +165,44 @@ Result<std::string> RecordBatchBuilder::Finish() {
   w.I32(options_.base_sequence);                                 // baseSequence
   w.I32(0);                                                      // recordsCount (patched)
 
+  constexpr size_t kMaxBatchLength = static_cast<size_t>(std::numeric_limits<int32_t>::max());
+  std::string batch;
   if (options_.compression == Compression::kNone) {
-    w.Raw(records_);
+    if (buffer_.size() - kLogOverhead > kMaxBatchLength)
+      return Status::TooLarge("batch exceeds 2 GiB");
+    // The records are already in place behind the header space.
+    std::memcpy(buffer_.data(), header_.data(), kBatchHeaderSize);
+    batch = std::move(buffer_);
+    buffer_.clear();  // a moved-from string is valid but unspecified
   } else {
+    batch.reserve(kBatchHeaderSize + records.size());  // the codec appends without regrowing
+    batch.assign(header_);
     CompressOptions co;
     co.level = options_.compression_level;
     co.snappy_xerial = options_.snappy_xerial;
-    SILT_TRY(Compress(options_.compression, records_, co, &batch));
+    SILT_TRY(Compress(options_.compression, records, co, &batch));
+    if (batch.size() - kLogOverhead > kMaxBatchLength)
+      return Status::TooLarge("batch exceeds 2 GiB");
+    buffer_.clear();  // its capacity serves the next batch
   }
-  if (batch.size() - kLogOverhead > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
-    return Status::TooLarge("batch exceeds 2 GiB");
 
-  w.PatchI32(kBatchLengthOffset, static_cast<int32_t>(batch.size() - kLogOverhead));
+  ByteWriter b(&batch);
+  b.PatchI32(kBatchLengthOffset, static_cast<int32_t>(batch.size() - kLogOverhead));
   int32_t last_offset_delta = count_ > 0 ? last_delta_ : 0;
   if (options_.last_offset_delta >= 0) last_offset_delta = options_.last_offset_delta;
-  w.PatchI32(kLastOffsetDeltaOffset, last_offset_delta);
-  w.PatchI64(kMaxTimestampOffset, count_ > 0 ? max_ts_ : options_.base_timestamp);
-  w.PatchI32(kRecordsCountOffset, count_);
-  w.PatchU32(kCrcOffset, ComputeBatchCrc(batch));
+  b.PatchI32(kLastOffsetDeltaOffset, last_offset_delta);
+  b.PatchI64(kMaxTimestampOffset, count_ > 0 ? max_ts_ : options_.base_timestamp);
+  b.PatchI32(kRecordsCountOffset, count_);
+  b.PatchU32(kCrcOffset, ComputeBatchCrc(batch));
+  Reset();
+  return batch;
+}
 
-  records_.clear();
+void RecordBatchBuilder::Reset() {
   count_ = 0;
   last_delta_ = -1;
   first_ts_ = -1;
   max_ts_ = -1;
-  return batch;
 }
 
 // ---- view -----------------------------------------------------------------------------------

@@ -71,6 +71,9 @@ class RecordBatchBuilder {
     bool delete_horizon = false;
   };
   explicit RecordBatchBuilder(Options options);
+  // The same, building in `buffer`: its contents are dropped and its capacity is kept, so a
+  // producer that hands back the bytes of a finished batch allocates nothing per batch.
+  RecordBatchBuilder(Options options, std::string buffer);
 
   // Appends a record at the next offset delta. A timestamp of -1 means "now".
   void Add(const std::optional<std::string_view>& key, const std::optional<std::string_view>& value,
@@ -89,16 +92,22 @@ class RecordBatchBuilder {
   bool empty() const { return record_count() == 0; }
 
   // Returns the finished batch (compressing if asked). The builder is then reset and reusable.
+  // Uncompressed, the batch is the builder's own buffer (no copy); the next batch starts in a
+  // new one.
   Result<std::string> Finish();
 
  private:
   Options options_;
-  std::string records_;  // encoded records, uncompressed
-  std::string scratch_;  // one record's body while its length is unknown
+  // The batch being built: kBatchHeaderSize bytes of header space (written by Finish) once a
+  // record is added, then the encoded records, uncompressed.
+  std::string buffer_;
+  std::string header_;  // Finish() writes the header here (kept: no allocation per batch)
   void AddRecord(int32_t offset_delta, const std::optional<std::string_view>& key,
                  const std::optional<std::string_view>& value, int64_t timestamp,
                  const std::vector<std::pair<std::string_view, std::optional<std::string_view>>>&
                      headers);
+
+  void Reset();  // after Finish(): no records
 
   int32_t count_ = 0;
   int32_t last_delta_ = -1;  // offset delta of the last record added

@@ -201,6 +201,34 @@ TEST_CASE("many records in one batch decode in order and the builder is reusable
   CHECK((*recs)[0].value == "again");
 }
 
+TEST_CASE("a builder handed a used buffer builds the same bytes, in that buffer, without a copy") {
+  const std::vector<Record> records = SampleRecords(300);
+  auto build = [&](RecordBatchBuilder& b) {
+    for (const Record& r : records) b.Add(r);
+    auto batch = b.Finish();
+    REQUIRE(batch.ok());
+    return std::move(*batch);
+  };
+  RecordBatchBuilder fresh({.producer_id = 7, .producer_epoch = 1, .base_sequence = 3});
+  const std::string want = build(fresh);
+
+  std::string used(1 << 20, 'z');  // a finished batch's bytes, handed back
+  const size_t capacity = used.capacity();
+  RecordBatchBuilder reused({.producer_id = 7, .producer_epoch = 1, .base_sequence = 3},
+                            std::move(used));
+  const std::string got = build(reused);
+  CHECK(got == want);
+  // Uncompressed, the batch is the buffer the records were written into.
+  CHECK(got.capacity() == capacity);
+
+  auto view = RecordBatchView::Parse(got);
+  REQUIRE(view.ok());
+  auto decoded = view->Records();
+  REQUIRE(decoded.ok());
+  REQUIRE(decoded->size() == records.size());
+  for (size_t i = 0; i < records.size(); ++i) CheckSame(records[i], (*decoded)[i]);
+}
+
 TEST_CASE("ForEachRecord stops early when the visitor returns false") {
   std::string batch = Build(SampleRecords(10));
   auto v = RecordBatchView::Parse(batch);
