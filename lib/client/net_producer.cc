@@ -102,9 +102,6 @@ struct NetProducer::Part {
   std::optional<format::RecordBatchBuilder> builder;
   size_t open_bytes = 0;
   int64_t open_since_ms = 0;
-  // When an answer last freed the partition to send again (it had as many batches in flight as
-  // it may): its open batch lingers from then, too.
-  int64_t sendable_since_ms = 0;
   size_t last_batch_bytes = 0;  // the size of the batch closed last (to size the next one)
   std::deque<std::unique_ptr<Batch>> queue;  // closed batches not yet acknowledged, in order
   int in_flight = 0;
@@ -338,7 +335,7 @@ Status NetProducer::SendReady(bool all) {
   // One batch per partition in a request (as Kafka's clients send), at most kMaxRequestBytes of
   // them, so that the broker can start on one request while the next is on its way.
   const size_t max_request_bytes = std::max<size_t>(options_.batch_bytes, 8 << 20);
-  const int max_part_in_flight = MaxPartInFlight();
+  const int max_part_in_flight = options_.idempotent ? 5 : 1;
   std::map<int32_t, std::vector<std::pair<Part*, Batch*>>> by_leader;
   for (Part* pp : pending_) {
     Part& p = *pp;
@@ -359,15 +356,12 @@ Status NetProducer::SendReady(bool all) {
     if (p.in_flight >= max_part_in_flight) continue;  // woken by the answer
     Batch* b = p.FirstQueued();
     if (b == nullptr && p.builder) {
-      // The open batch goes once it has lingered, counted from its first record and from the
-      // answer that let the partition send again, whichever is later; until then it keeps
-      // taking records.
-      const int64_t since = std::max(p.open_since_ms, p.sendable_since_ms);
-      if (all || now - since >= options_.linger_ms) {
+      // The open batch goes once it has lingered; until then it keeps taking records.
+      if (all || now - p.open_since_ms >= options_.linger_ms) {
         SILT_TRY(CloseBatch(p));
         b = p.queue.back().get();
       } else {
-        next_wake_ms_ = std::min(next_wake_ms_, since + options_.linger_ms);
+        next_wake_ms_ = std::min(next_wake_ms_, p.open_since_ms + options_.linger_ms);
       }
     }
     if (b != nullptr) by_leader[p.leader].push_back({&p, b});
@@ -520,12 +514,10 @@ void NetProducer::Resequence(Part& p) {
 
 void NetProducer::HandleResult(Part& p, Batch* b, int16_t code,
                                const std::optional<std::string>& message) {
-  const bool was_full = b->state == Batch::State::kInFlight && p.in_flight >= MaxPartInFlight();
   if (b->state == Batch::State::kInFlight) --p.in_flight;
   if (b->state == Batch::State::kDone) return;
   const int64_t now = MonotonicMs();
   if (code == 0 || code == kDuplicateSequence) {
-    if (was_full) p.sendable_since_ms = now;
     Finish(b);
     records_acked_ += b->records;
     if (b->base_sequence >= 0) p.acked_sequence = b->base_sequence + b->records;

@@ -1,13 +1,9 @@
 // Producing records to a Kafka cluster (silt or Apache Kafka) over the network.
 //
 // Records are grouped into RecordBatch v2 batches per partition. A batch is closed when it
-// reaches `batch_bytes`, or once its partition may send and `linger_ms` has passed both since its
-// oldest record and since the answer that let its partition send again: while a partition waits
-// for an answer, its open batch keeps growing instead of queueing many small ones, and after the
-// answer it lingers as a batch would. (Kafka's accumulator counts the linger from the first
-// record only, so that a partition waiting for answers sends as soon as they come: with many
-// partitions, each request then carries what arrived during one round trip, and the broker's
-// cost per partition appended sets the pace, its core busy all the time.) Each leader gets Produce requests carrying at most
+// reaches `batch_bytes`, or once its oldest record has waited `linger_ms` and its partition may
+// send (as in Kafka's accumulator): while a partition waits for an answer, its open batch keeps
+// growing instead of queueing many small ones. Each leader gets Produce requests carrying at most
 // one batch per partition and at most max(batch_bytes, 8 MiB) of batches each; up to
 // `max_in_flight` requests are pipelined per connection. Buffered bytes (open and unacknowledged
 // batches) are bounded by `max_buffered_bytes`: Send() waits for answers beyond it.
@@ -120,9 +116,6 @@ class NetProducer final : public Producer {
   void ExpireBatches(int64_t now);
   void Resequence(Part& p);
   void MarkPending(Part& p);
-  // Batches a partition may have in flight: 5 with idempotence (ordered by sequence numbers),
-  // else 1, so that a retry cannot reorder.
-  int MaxPartInFlight() const { return options_.idempotent ? 5 : 1; }
   // Answers everything in flight on `c` as a network error (to be re-sent) and drops it.
   void LoseConnection(Connection* c, const Status& why);
   Status RefreshLeaders();

@@ -156,38 +156,6 @@ TEST_CASE("Poll reads an answer that has arrived, without waiting for more recor
   REQUIRE((*p)->Flush().ok());
 }
 
-TEST_CASE("a batch that filled while its partition waited for an answer lingers after the answer") {
-  TestBroker b;
-  auto cluster = ConnectTo(b);
-  REQUIRE(CreateTopic(cluster.get(), {"l", 1, -1, {}}).ok());
-  NetProducerOptions o;
-  o.acks = 1;  // one batch in flight per partition
-  o.linger_ms = 300;
-  auto p = NetProducer::Open(cluster.get(), "l", o);
-  REQUIRE_MESSAGE(p.ok(), p.status().ToString());
-  using Clock = std::chrono::steady_clock;
-  REQUIRE((*p)->Send(std::nullopt, std::string_view("a"), {}).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(350));
-  REQUIRE((*p)->Poll().ok());  // "a" has lingered: sent
-  // "b" opens a batch while "a" is in flight; Send() reads no answer for a record or two.
-  REQUIRE((*p)->Send(std::nullopt, std::string_view("b"), {}).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // longer than "b"'s linger
-  REQUIRE((*p)->Poll().ok());  // reads the answer for "a": the partition may send again
-  REQUIRE((*p)->records_delivered() == 1);
-  const auto freed = Clock::now();
-  // From the answer, "b" lingers 300 ms more (before, it went at once, as it had lingered).
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  REQUIRE((*p)->Poll().ok());
-  CHECK((*p)->records_delivered() == 1);
-  while ((*p)->records_delivered() < 2 && Clock::now() - freed < std::chrono::seconds(5)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    REQUIRE((*p)->Poll().ok());
-  }
-  CHECK((*p)->records_delivered() == 2);
-  CHECK(Clock::now() - freed >= std::chrono::milliseconds(290));
-  REQUIRE((*p)->Flush().ok());
-}
-
 TEST_CASE("Produce answers are matched to their partitions in the request's order or any other") {
   using PR = protocol::ProduceResponse::PartitionResponse;
   std::vector<PR> prs(4);
