@@ -124,6 +124,10 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   if (key == "node.id" || key == "broker.id") {
     return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->node_id);
   }
+  if (key == "controller.quorum.voters") {
+    c->quorum_voters = value;
+    return Status::OK();
+  }
   if (key == "cluster.id") {
     c->cluster_id = value;
     return Status::OK();

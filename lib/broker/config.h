@@ -1,7 +1,7 @@
 // The broker's configuration: Kafka's server.properties names, parsed into one struct.
 //
 // Recognised keys: listeners, advertised.listeners, log.dirs / log.dir, node.id / broker.id,
-// cluster.id, num.partitions, auto.create.topics.enable, default.replication.factor,
+// cluster.id, controller.quorum.voters, num.partitions, auto.create.topics.enable, default.replication.factor,
 // message.max.bytes, socket.request.max.bytes, max.connections, num.io.threads (silt: io
 // threads), log.segment.bytes, log.roll.ms|hours, log.retention.ms|minutes|hours|bytes,
 // log.flush.interval.messages|ms, log.index.interval.bytes, log.index.size.max.bytes,
@@ -28,6 +28,8 @@ struct BrokerConfig {
   int advertised_port = -1;  // -1: the bound port
   int32_t node_id = 0;
   std::string cluster_id;  // empty: generated once and kept in the data dir
+  // controller.quorum.voters (`1@host:port,...`): empty for a single node; else cluster mode.
+  std::string quorum_voters;
   std::string data_dir = "./silt-data";
   int32_t num_partitions = 1;
   bool auto_create_topics = true;

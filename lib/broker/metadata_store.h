@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,13 @@ struct PartitionAssignment {
   LeaderEpoch leader_epoch{0};
   std::vector<NodeId> replicas;
   std::vector<NodeId> isr;
+};
+
+// A broker clients may connect to, at its advertised address.
+struct BrokerEndpoint {
+  NodeId id;
+  std::string host;
+  int32_t port = 0;
 };
 
 struct TopicMetadata {
@@ -62,6 +70,12 @@ class MetadataStore {
   using ConfigEdit = std::function<Status(std::map<std::string, std::string>* overrides)>;
   virtual Status AlterTopicConfig(const std::string& name, const ConfigEdit& edit,
                                   bool validate_only) = 0;
+
+  // The brokers clients may use (Metadata's brokers). Empty: this node alone, as on a single
+  // node; a cluster store lists the registered, unfenced brokers.
+  virtual std::vector<BrokerEndpoint> Brokers() { return {}; }
+  // The controller's node id (NodeId(-1) while there is none). nullopt: this node.
+  virtual std::optional<NodeId> Controller() { return std::nullopt; }
 
   // GetTopic, creating the topic with num.partitions when it is missing and both the broker
   // (auto.create.topics.enable) and the request allow it.
