@@ -380,7 +380,7 @@ Status ImageStore::DeleteTopic(const std::string& name) {
   const TopicImage* t = img->FindTopic(name);
   if (t == nullptr) return Status::NotFound("topic '" + name + "' does not exist");
   SILT_TRY(node_->Propose({RemoveTopicRecord{t->id}}).status());
-  LogInfo("deleted topic " + name);
+  LogInfo("deleted topic " + name + " from the cluster metadata");
   // This node's logs go now; the other nodes' when they see the image without it.
   NotifyDelete(name);
   if (node_->local->GetTopic(name).ok()) {
@@ -408,7 +408,8 @@ Status ImageStore::AddPartitions(const std::string& name, int32_t new_total) {
                                       LeaderEpoch(0), 0});
   }
   SILT_TRY(node_->Propose(records).status());
-  LogInfo("topic " + name + " now has " + std::to_string(new_total) + " partition(s)");
+  LogInfo("topic " + name + " now has " + std::to_string(new_total) + " partition(s) in the "
+          "cluster metadata");
   return Status::OK();
 }
 
