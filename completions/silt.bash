@@ -41,7 +41,7 @@ _silt() {
     "group/delete") words="-h --help -d --data-dir -b --bootstrap-server" ;;
     "dump-segment") words="-h --help --records --json --shallow" ;;
     "verify-crc") words="-h --help --repair --json -q --quiet --shallow" ;;
-    "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --node-id --set --log-level" ;;
+    "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --node-id --peers --cluster-id --set --log-level" ;;
     "completion") words="-h --help" ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))

@@ -110,6 +110,8 @@ complete -c silt -n '__fish_seen_subcommand_from serve' -s d -l data-dir -r -F -
 complete -c silt -n '__fish_seen_subcommand_from serve' -l listen -r -F -d 'address to listen on, HOST:PORT (default 127.0.0.1:9092; port 0 picks one)'
 complete -c silt -n '__fish_seen_subcommand_from serve' -l advertised-listener -r -F -d 'HOST:PORT clients are told to connect to (default: the bound address)'
 complete -c silt -n '__fish_seen_subcommand_from serve' -l node-id -r -F -d 'this broker\'s node id (default 0)'
+complete -c silt -n '__fish_seen_subcommand_from serve' -l peers -r -F -d 'cluster mode: every node\'s peer address, ID@HOST:PORT,... (controller.quorum.voters); this node binds its own entry'
+complete -c silt -n '__fish_seen_subcommand_from serve' -l cluster-id -r -F -d 'cluster id, the same on every node (cluster.id; required for a new node)'
 complete -c silt -n '__fish_seen_subcommand_from serve' -l set -r -F -d 'set a broker config, key=value (repeatable)'
 complete -c silt -n '__fish_seen_subcommand_from serve' -l log-level -r -F -d 'debug, info, warn or error (default info)'
 complete -c silt -n '__fish_use_subcommand' -a completion -d 'print a shell completion script (bash, zsh or fish)'

@@ -208,6 +208,7 @@ try:
     # A node that does not lead a partition answers Produce with NOT_LEADER_OR_FOLLOWER (6).
     try:
         from kafka.client_async import KafkaClient
+        from kafka.protocol.fetch import FetchRequest
         from kafka.protocol.produce import ProduceRequest
         from kafka.record.memory_records import MemoryRecordsBuilder
     except ImportError:
@@ -227,19 +228,31 @@ try:
             b.close()
             req = ProduceRequest[3](transactional_id=None, required_acks=1, timeout=5000,
                                     topics=[("orders", [(part, bytes(b.buffer()))])])
+            return call(node_id, req)
+
+        def call(node_id, req):
             deadline = time.time() + 10
             while not client.ready(node_id) and time.time() < deadline:
                 client.poll(timeout_ms=100)
             fut = client.send(node_id, req)
             client.poll(future=fut, timeout_ms=5000)
             return fut.value.topics[0][1][0][1]
+
+        def fetch_from(node_id):
+            return call(node_id, FetchRequest[4](-1, 100, 1, 1 << 20, 0,
+                                                 [("orders", [(part, 0, 1 << 20)])]))
         if produce_to(other) != 6:
             fail("produce to non-leader %d of orders-%d did not answer NOT_LEADER_OR_FOLLOWER"
                  % (other, part))
         if produce_to(leader) != 0:
             fail("produce to the leader %d of orders-%d failed" % (leader, part))
+        if fetch_from(other) != 6:
+            fail("fetch from non-leader %d of orders-%d did not answer NOT_LEADER_OR_FOLLOWER"
+                 % (other, part))
+        if fetch_from(leader) != 0:
+            fail("fetch from the leader %d of orders-%d failed" % (leader, part))
         client.close()
-        print("ok: a non-leader answers NOT_LEADER_OR_FOLLOWER, the leader accepts")
+        print("ok: a non-leader answers Produce and Fetch with NOT_LEADER_OR_FOLLOWER")
 
     # kill -9 of the controller: another node is elected and metadata changes still commit.
     old = metadata(NODES[1])["controllerid"]
