@@ -73,8 +73,10 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerConfig& config,
     b->cleaner_ = std::make_unique<storage::LogCleaner>(config.data_dir, co);
     SILT_TRY(b->cleaner_->Start(b->store_->data_dir()));
   }
+  ProducerIdAllocator* pids = b->producer_ids_.get();
+  if (b->cluster_ && b->cluster_->producer_ids()) pids = b->cluster_->producer_ids();
   b->context_.reset(new BrokerContext{b->config_, b->node_, b->metadata(), *b->partitions_,
-                                      *b->producer_ids_, *b->groups_, b->stopping_});
+                                      *pids, *b->groups_, b->stopping_});
   return b;
 }
 

@@ -6,6 +6,7 @@
 #include "base/status.h"
 #include "broker/metadata_store.h"
 #include "broker/node.h"
+#include "broker/producer_ids.h"
 
 namespace silt::broker {
 
@@ -22,6 +23,8 @@ class ClusterMode {
   // What the handlers use instead of the data dir's store; valid after Start.
   virtual MetadataStore& metadata() = 0;
   virtual LogProvider& logs() = 0;
+  // Producer ids unique across the cluster; nullptr: the data dir's own counter.
+  virtual ProducerIdAllocator* producer_ids() { return nullptr; }
   // The listener is bound and the advertised address known: the node announces itself.
   virtual void Serving() = 0;
   // Stops the cluster's threads; later metadata changes fail, reads keep answering from the last

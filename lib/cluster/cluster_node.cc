@@ -91,6 +91,20 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
   std::mutex local_mu_;  // creating a led topic's local directory
 };
 
+// Producer ids in blocks from the metadata log.
+class BlockProducerIds final : public broker::ProducerIdAllocator {
+ public:
+  static constexpr int64_t kBlock = 1000;
+  explicit BlockProducerIds(ClusterNode::Impl* node) : node_(node) {}
+  Result<ProducerId> Allocate() override;
+
+ private:
+  ClusterNode::Impl* node_;
+  std::mutex mu_;
+  int64_t next_ = 0;
+  int64_t limit_ = 0;
+};
+
 struct ClusterNode::Impl {
   ClusterNodeOptions options;
   MetadataStateMachine sm;
@@ -98,6 +112,7 @@ struct ClusterNode::Impl {
   broker::LocalMetadataStore* local = nullptr;
   const broker::NodeIdentity* node = nullptr;
   ImageStore store{this};
+  BlockProducerIds producer_ids{this};
   const Uuid incarnation = RandomUuid();
   const RequestId register_id = RandomUuid();
 
@@ -503,6 +518,24 @@ Result<std::shared_ptr<storage::PartitionLog>> ImageStore::OpenLog(const std::st
   return node_->local->OpenLog(topic, partition);
 }
 
+Result<ProducerId> BlockProducerIds::Allocate() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Every block ends at a multiple of kBlock above the last one: a proposal made from a stale
+  // image does not advance the next id, is refused, and is retried from a newer image.
+  for (int attempt = 0; next_ >= limit_; ++attempt) {
+    int64_t base = node_->image()->next_producer_id().value();
+    int64_t end = (base / kBlock + 1) * kBlock;
+    auto r = node_->Propose({ProducerIdsRecord{node_->options.node_id, ProducerId(end)}});
+    if (r.ok()) {
+      next_ = end - kBlock;
+      limit_ = end;
+      break;
+    }
+    if (r.status().code() != Status::Code::kInvalidArgument || attempt >= 10) return r.status();
+  }
+  return ProducerId(next_++);
+}
+
 // ---- ClusterNode ------------------------------------------------------------------------
 
 ClusterNode::ClusterNode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -556,6 +589,7 @@ Status ClusterNode::Start(broker::LocalMetadataStore* local, const broker::NodeI
 broker::MetadataStore& ClusterNode::metadata() { return impl_->store; }
 const std::string& ClusterNode::cluster_id() const { return impl_->options.cluster_id; }
 broker::LogProvider& ClusterNode::logs() { return impl_->store; }
+broker::ProducerIdAllocator* ClusterNode::producer_ids() { return &impl_->producer_ids; }
 
 void ClusterNode::Serving() {
   std::lock_guard<std::mutex> lock(impl_->mu);

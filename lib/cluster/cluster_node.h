@@ -15,6 +15,8 @@
 //   UnfenceBrokerRecord] as one command (retried until applied). The first command of a new
 //   cluster's log so carries its cluster id, and a node with another cluster id is refused; so is
 //   a node whose image shows another cluster id. Either is fatal: on_fatal is called once.
+// - Producer ids: blocks of 1000 from the controller (a ProducerIdsRecord advancing the image's
+//   next id by one block; the block is the 1000 ids below it), so they are unique cluster-wide.
 // - A background thread deletes the local logs of topics the image no longer has and keeps the
 //   local topics' configs and partition counts in line with the image.
 //
@@ -60,6 +62,7 @@ class ClusterNode final : public broker::ClusterMode {
   Status Start(broker::LocalMetadataStore* local, const broker::NodeIdentity* node) override;
   broker::MetadataStore& metadata() override;
   broker::LogProvider& logs() override;
+  broker::ProducerIdAllocator* producer_ids() override;
   void Serving() override;
   void Stop() override;
 

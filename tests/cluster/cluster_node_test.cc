@@ -214,10 +214,21 @@ TEST_CASE("a one-voter cluster node serves topics from the image and keeps their
   CHECK(DecodeApplyResult(fr->result).ok());
   REQUIRE(WaitUntil([&] { return md.GetTopic("fwd").ok(); }, 5000ms));
 
+  // Producer ids come in blocks from the metadata log.
+  broker::ProducerIdAllocator* pids = node->producer_ids();
+  REQUIRE(pids != nullptr);
+  auto first = pids->Allocate();
+  REQUIRE(first.ok());
+  CHECK(first->value() == 0);
+  CHECK(pids->Allocate()->value() == 1);
+
   REQUIRE(md.DeleteTopic("orders").ok());
   CHECK(md.GetTopic("orders").status().IsNotFound());
   CHECK((*local)->GetTopic("orders").status().IsNotFound());
   CHECK(md.ListTopics().size() == 1);
+  // The Raft directory is not a topic of the data dir, and survives the topic upkeep.
+  CHECK(IsDirectory(RaftDirectory(dir)));
+  for (const auto& t : (*local)->ListTopics()) CHECK(t.name.rfind("silt", 0) != 0);
 
   node->Stop();
   CHECK(md.CreateTopic("late", 1, {}).status().IsBusy());
