@@ -58,6 +58,14 @@ class MetadataStore {
   // InvalidArgument for a bad name or config (naming the key).
   virtual Result<TopicMetadata> CreateTopic(const std::string& name, int32_t partitions,
                                             const std::map<std::string, std::string>& configs) = 0;
+  // CreateTopic with `replication_factor` replicas per partition, which the caller has checked
+  // against Brokers() (1 on a single node, where this is CreateTopic).
+  virtual Result<TopicMetadata> CreateTopicWithReplicas(
+      const std::string& name, int32_t partitions, int32_t replication_factor,
+      const std::map<std::string, std::string>& configs) {
+    (void)replication_factor;
+    return CreateTopic(name, partitions, configs);
+  }
   virtual Status DeleteTopic(const std::string& name) = 0;
   virtual Status AddPartitions(const std::string& name, int32_t new_total) = 0;
   // The effective config: broker defaults with the topic's overrides applied.

@@ -68,7 +68,12 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
   std::vector<broker::TopicMetadata> ListTopics() override;
   Result<broker::TopicMetadata> GetTopic(const std::string& name) override;
   Result<broker::TopicMetadata> CreateTopic(const std::string& name, int32_t partitions,
-                                            const std::map<std::string, std::string>& configs) override;
+                                            const std::map<std::string, std::string>& configs) override {
+    return CreateTopicWithReplicas(name, partitions, 1, configs);
+  }
+  Result<broker::TopicMetadata> CreateTopicWithReplicas(
+      const std::string& name, int32_t partitions, int32_t replication_factor,
+      const std::map<std::string, std::string>& configs) override;
   Status DeleteTopic(const std::string& name) override;
   Status AddPartitions(const std::string& name, int32_t new_total) override;
   Result<storage::LogConfig> TopicConfig(const std::string& name) override;
@@ -357,8 +362,10 @@ Result<broker::TopicMetadata> ImageStore::GetTopic(const std::string& name) {
   return Describe(*img, *t);
 }
 
-Result<broker::TopicMetadata> ImageStore::CreateTopic(
-    const std::string& name, int32_t partitions, const std::map<std::string, std::string>& configs) {
+// Replicas beyond the leader are assigned but not yet copied to: the ISR is the leader alone.
+Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
+    const std::string& name, int32_t partitions, int32_t replication_factor,
+    const std::map<std::string, std::string>& configs) {
   if (IsLocalOnly(name)) return node_->local->CreateTopic(name, partitions, configs);
   SILT_TRY(ValidateTopicName(name));
   if (partitions == -1) partitions = node_->options.config.num_partitions;
@@ -368,13 +375,13 @@ Result<broker::TopicMetadata> ImageStore::CreateTopic(
   if (img->FindTopic(name) != nullptr) {
     return Status::AlreadyExists("topic '" + name + "' already exists");
   }
-  SILT_ASSIGN_OR_RETURN(auto placement, PlaceReplicas(*img, partitions, 1));
+  SILT_ASSIGN_OR_RETURN(auto placement, PlaceReplicas(*img, partitions, replication_factor));
   const Uuid id = NewTopicId();
   std::vector<MetadataRecord> records{TopicRecord{name, id}};
   for (int32_t p = 0; p < partitions; ++p) {
     const auto& replicas = placement[p];
-    records.push_back(
-        PartitionRecord{PartitionId(p), id, replicas, replicas, replicas[0], LeaderEpoch(0), 0});
+    records.push_back(PartitionRecord{PartitionId(p), id, replicas, {replicas[0]}, replicas[0],
+                                      LeaderEpoch(0), 0});
   }
   for (const auto& [k, v] : configs) {
     records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, v});
@@ -415,11 +422,15 @@ Status ImageStore::AddPartitions(const std::string& name, int32_t new_total) {
     return Status::InvalidArgument("topic " + name + " has " + std::to_string(have) +
                                    " partitions; the new total must be larger");
   }
-  SILT_ASSIGN_OR_RETURN(auto placement, PlaceReplicas(*img, new_total - have, 1));
+  // New partitions get as many replicas as the topic's first partition has.
+  int32_t factor = t->partitions.empty()
+                       ? 1
+                       : static_cast<int32_t>(t->partitions.begin()->second.replicas.size());
+  SILT_ASSIGN_OR_RETURN(auto placement, PlaceReplicas(*img, new_total - have, factor));
   std::vector<MetadataRecord> records;
   for (int32_t p = have; p < new_total; ++p) {
     const auto& replicas = placement[p - have];
-    records.push_back(PartitionRecord{PartitionId(p), t->id, replicas, replicas, replicas[0],
+    records.push_back(PartitionRecord{PartitionId(p), t->id, replicas, {replicas[0]}, replicas[0],
                                       LeaderEpoch(0), 0});
   }
   SILT_TRY(node_->Propose(records).status());

@@ -205,6 +205,22 @@ try:
                 fail("node %d leads orders-%d but stores none of its records" % (i, part))
     print("ok: records stored only on the leaders")
 
+    # Replication factor 3 is assigned (replicas are not copied yet: the ISR is the leader).
+    silt("topic", "-b", NODES[3].address, "create", "rf3", "--partitions", "3",
+         "--replication-factor", "3")
+    md = metadata(NODES[1], "rf3")
+    parts = [p for t in md["topics"] if t["topic"] == "rf3" for p in t["partitions"]]
+    if len(parts) != 3 or any(sorted(r["id"] for r in p["replicas"]) != [1, 2, 3] or
+                              p["replicas"][0]["id"] != p["leader"] for p in parts):
+        fail("rf3's replicas: %s" % parts)
+    if sorted(p["leader"] for p in parts) != [1, 2, 3]:
+        fail("rf3's leaders are not spread: %s" % parts)
+    r = silt("topic", "-b", NODES[3].address, "create", "rf4", "--partitions", "1",
+             "--replication-factor", "4", check=False)
+    if r.returncode == 0 or "larger than the number of brokers (3)" not in r.stdout + r.stderr:
+        fail("replication factor 4 on 3 brokers: rc %d, %s%s" % (r.returncode, r.stdout, r.stderr))
+    print("ok: replication factor 3 assigned over three brokers, 4 refused")
+
     # A node that does not lead a partition answers Produce with NOT_LEADER_OR_FOLLOWER (6).
     try:
         from kafka.client_async import KafkaClient
