@@ -235,6 +235,24 @@ TEST_CASE("a one-voter cluster node serves topics from the image and keeps their
   CHECK(md.GetTopic("fwd").ok());  // reads still answer from the last image
   node.reset();
   REQUIRE((*local)->Close().ok());
+
+  // Restarted on the same directory: the image comes back from the node's own Raft log, and
+  // the Raft directory is neither taken for a topic of the data dir nor removed by the upkeep.
+  o.voters[0].port = FreePort();
+  auto again = ClusterNode::Create(o);
+  REQUIRE_MESSAGE(again.ok(), again.status().ToString());
+  auto local2 = broker::LocalMetadataStore::Open(config, NodeId(1));
+  REQUIRE(local2.ok());
+  REQUIRE((*again)->Start(local2->get(), &*identity).ok());
+  (*again)->Serving();
+  REQUIRE(WaitUntil([&] { return (*again)->metadata().GetTopic("fwd").ok(); }, kElectionLimit));
+  CHECK((*again)->metadata().GetTopic("orders").status().IsNotFound());
+  REQUIRE(WaitUntil([&] { return (*again)->metadata().Brokers().size() == 1; }, kElectionLimit));
+  std::this_thread::sleep_for(300ms);  // a pass of the upkeep thread
+  CHECK(IsDirectory(RaftDirectory(dir)));
+  for (const auto& t : (*local2)->ListTopics()) CHECK(t.name.find("metadata") == std::string::npos);
+  again->reset();
+  REQUIRE((*local2)->Close().ok());
   std::filesystem::remove_all(dir);
 }
 
