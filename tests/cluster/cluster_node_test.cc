@@ -261,3 +261,30 @@ TEST_CASE("forwarding to a peer address where nothing listens is an IOError") {
   auto r = ForwardPropose(nobody, NodeId(1), ForwardRequest{RandomUuid(), "x"}, 1000);
   CHECK(r.status().code() == Status::Code::kIOError);
 }
+
+TEST_CASE("controller.quorum.voters, node.id and cluster.id in server properties set cluster mode") {
+  broker::BrokerConfig c;
+  CHECK(c.quorum_voters.empty());
+  REQUIRE(broker::ApplyServerProperty(&c, "controller.quorum.voters",
+                                      "1@10.0.0.1:9093,2@10.0.0.2:9093")
+              .ok());
+  REQUIRE(broker::ApplyServerProperty(&c, "node.id", "2").ok());
+  REQUIRE(broker::ApplyServerProperty(&c, "cluster.id", "prod-1").ok());
+  auto voters = ParseVoters(c.quorum_voters);
+  REQUIRE(voters.ok());
+  CHECK(voters->size() == 2);
+  CHECK(c.node_id == 2);
+  CHECK(c.cluster_id == "prod-1");
+  CHECK(c.ignored_keys.empty());
+}
+
+TEST_CASE("a cluster node refuses a node id missing from the voter list") {
+  ClusterNodeOptions o;
+  o.node_id = NodeId(4);
+  o.voters = *ParseVoters("1@127.0.0.1:1,2@127.0.0.1:2");
+  o.cluster_id = "c";
+  o.config.data_dir = ScratchDir();
+  auto r = ClusterNode::Create(o);
+  CHECK(r.status().message().find("node id 4 is not in the voter list") != std::string::npos);
+  std::filesystem::remove_all(o.config.data_dir);
+}

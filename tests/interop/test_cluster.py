@@ -190,6 +190,20 @@ try:
         fail("records went to only %d partitions" % len(used))
     print("ok: kcat produced 120 records through node 1 and consumed them through node 3")
 
+    # Producing to a topic that does not exist creates it cluster-wide (auto.create.topics).
+    p = subprocess.run(["kcat", "-b", NODES[2].address, "-P", "-t", "auto-made"], input="a\nb\n",
+                       capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        fail("kcat produce to a new topic: " + p.stderr)
+    for n in NODES.values():
+        if leaders(metadata(n, "auto-made"), "auto-made") is None:
+            fail("auto-made is not known to node %d" % n.id)
+    c = subprocess.run(["kcat", "-b", NODES[1].address, "-C", "-t", "auto-made", "-e", "-q"],
+                       capture_output=True, text=True, timeout=60)
+    if c.stdout.split() != ["a", "b"]:
+        fail("auto-made holds %r" % c.stdout)
+    print("ok: a topic auto-created through node 2 is served by all")
+
     # Records are stored only by the leaders. (A node creates the topic in its data dir, every
     # partition directory included, when it first opens a partition it leads.)
     def stored(n, part):
