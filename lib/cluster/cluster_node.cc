@@ -40,9 +40,8 @@ broker::TopicMetadata Describe(const MetadataImage& img, const TopicImage& t) {
   out.partition_count = static_cast<int32_t>(t.partitions.size());
   out.configs = img.configs(ConfigResource::kTopic, t.name);
   for (const auto& [p, part] : t.partitions) {
-    out.partitions.push_back(broker::PartitionAssignment{PartitionId(p), part.leader,
-                                                         part.leader_epoch, part.replicas,
-                                                         part.isr});
+    out.partitions.push_back(broker::PartitionAssignment{
+        PartitionId(p), part.leader, part.leader_epoch, part.replicas, part.isr});
   }
   return out;
 }
@@ -67,8 +66,9 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
 
   std::vector<broker::TopicMetadata> ListTopics() override;
   Result<broker::TopicMetadata> GetTopic(const std::string& name) override;
-  Result<broker::TopicMetadata> CreateTopic(const std::string& name, int32_t partitions,
-                                            const std::map<std::string, std::string>& configs) override {
+  Result<broker::TopicMetadata> CreateTopic(
+      const std::string& name, int32_t partitions,
+      const std::map<std::string, std::string>& configs) override {
     return CreateTopicWithReplicas(name, partitions, 1, configs);
   }
   Result<broker::TopicMetadata> CreateTopicWithReplicas(
@@ -222,8 +222,8 @@ Result<RaftIndex> ClusterNode::Impl::Propose(const RequestId& id,
         continue;
     }
   }
-  return Status::Busy("the metadata change was not committed within " +
-                      std::to_string(timeout_ms) + " ms (" + last + ")");
+  return Status::Busy("the metadata change was not committed within " + std::to_string(timeout_ms) +
+                      " ms (" + last + ")");
 }
 
 void ClusterNode::Impl::Fatal(const Status& s) {
@@ -319,7 +319,8 @@ void ClusterNode::Impl::Reconcile() {
     const TopicImage* ti = img->FindTopic(t.name);
     if (ti == nullptr || ti->id.ToString() != t.topic_id) {
       Status s = local->DeleteTopic(t.name);
-      if (!s.ok()) LogWarn("removing the local logs of deleted topic " + t.name + ": " + s.ToString());
+      if (!s.ok())
+        LogWarn("removing the local logs of deleted topic " + t.name + ": " + s.ToString());
       continue;
     }
     const auto& want = img->configs(ConfigResource::kTopic, t.name);
@@ -380,8 +381,8 @@ Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
   std::vector<MetadataRecord> records{TopicRecord{name, id}};
   for (int32_t p = 0; p < partitions; ++p) {
     const auto& replicas = placement[p];
-    records.push_back(PartitionRecord{PartitionId(p), id, replicas, {replicas[0]}, replicas[0],
-                                      LeaderEpoch(0), 0});
+    records.push_back(PartitionRecord{
+        PartitionId(p), id, replicas, {replicas[0]}, replicas[0], LeaderEpoch(0), 0});
   }
   for (const auto& [k, v] : configs) {
     records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, v});
@@ -430,11 +431,12 @@ Status ImageStore::AddPartitions(const std::string& name, int32_t new_total) {
   std::vector<MetadataRecord> records;
   for (int32_t p = have; p < new_total; ++p) {
     const auto& replicas = placement[p - have];
-    records.push_back(PartitionRecord{PartitionId(p), t->id, replicas, {replicas[0]}, replicas[0],
-                                      LeaderEpoch(0), 0});
+    records.push_back(PartitionRecord{
+        PartitionId(p), t->id, replicas, {replicas[0]}, replicas[0], LeaderEpoch(0), 0});
   }
   SILT_TRY(node_->Propose(records).status());
-  LogInfo("topic " + name + " now has " + std::to_string(new_total) + " partition(s) in the "
+  LogInfo("topic " + name + " now has " + std::to_string(new_total) +
+          " partition(s) in the "
           "cluster metadata");
   return Status::OK();
 }
@@ -442,7 +444,8 @@ Status ImageStore::AddPartitions(const std::string& name, int32_t new_total) {
 Result<storage::LogConfig> ImageStore::TopicConfig(const std::string& name) {
   if (IsLocalOnly(name)) return node_->local->TopicConfig(name);
   auto img = node_->image();
-  if (img->FindTopic(name) == nullptr) return Status::NotFound("topic '" + name + "' does not exist");
+  if (img->FindTopic(name) == nullptr)
+    return Status::NotFound("topic '" + name + "' does not exist");
   storage::LogConfig c = node_->options.config.log_defaults;
   SILT_TRY(c.Apply(img->configs(ConfigResource::kTopic, name)));
   return c;
@@ -452,7 +455,8 @@ Status ImageStore::AlterTopicConfig(const std::string& name, const ConfigEdit& e
                                     bool validate_only) {
   if (IsLocalOnly(name)) return node_->local->AlterTopicConfig(name, edit, validate_only);
   auto img = node_->image();
-  if (img->FindTopic(name) == nullptr) return Status::NotFound("topic '" + name + "' does not exist");
+  if (img->FindTopic(name) == nullptr)
+    return Status::NotFound("topic '" + name + "' does not exist");
   const std::map<std::string, std::string> current = img->configs(ConfigResource::kTopic, name);
   std::map<std::string, std::string> next = current;
   SILT_TRY(edit(&next));
@@ -466,7 +470,8 @@ Status ImageStore::AlterTopicConfig(const std::string& name, const ConfigEdit& e
     }
   }
   for (const auto& [k, v] : current) {
-    if (!next.count(k)) records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, std::nullopt});
+    if (!next.count(k))
+      records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, std::nullopt});
   }
   SILT_TRY(node_->Propose(records).status());
   // This node's open logs take it now; the others' when they see the image.
@@ -502,7 +507,8 @@ Result<std::shared_ptr<storage::PartitionLog>> ImageStore::OpenLog(const std::st
   if (t == nullptr) return Status::NotFound("topic '" + topic + "' does not exist");
   auto it = t->partitions.find(partition.value());
   if (it == t->partitions.end()) {
-    return Status::NotFound(topic + "-" + std::to_string(partition.value()) + ": no such partition");
+    return Status::NotFound(topic + "-" + std::to_string(partition.value()) +
+                            ": no such partition");
   }
   if (it->second.leader != node_->options.node_id) {
     return Status::NotLeader(topic + "-" + std::to_string(partition.value()) + " is led by node " +
@@ -515,13 +521,14 @@ Result<std::shared_ptr<storage::PartitionLog>> ImageStore::OpenLog(const std::st
     auto have = node_->local->GetTopic(topic);
     if (!have.ok()) {
       if (!have.status().IsNotFound()) return have.status();
-      SILT_TRY(node_->local
-                   ->CreateTopicWithId(topic, t->id, count,
-                                       img->configs(ConfigResource::kTopic, topic))
-                   .status());
+      SILT_TRY(
+          node_->local
+              ->CreateTopicWithId(topic, t->id, count, img->configs(ConfigResource::kTopic, topic))
+              .status());
     } else if (have->topic_id != t->id.ToString()) {
-      return Status::NotLeader(topic + ": the local logs are of an older topic of that name "
-                                       "(being removed)");
+      return Status::NotLeader(topic +
+                               ": the local logs are of an older topic of that name "
+                               "(being removed)");
     } else if (have->partition_count < count) {
       SILT_TRY(node_->local->AddPartitions(topic, count));
     }
@@ -558,9 +565,9 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(ClusterNodeOptions opti
     return Status::InvalidArgument("node id " + std::to_string(options.node_id.value()) +
                                    " is not in the voter list " + FormatVoters(options.voters));
   }
-  SILT_ASSIGN_OR_RETURN(options.cluster_id,
-                        CheckNodeDirectory(options.config.data_dir, options.node_id,
-                                           options.cluster_id));
+  SILT_ASSIGN_OR_RETURN(
+      options.cluster_id,
+      CheckNodeDirectory(options.config.data_dir, options.node_id, options.cluster_id));
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   return std::unique_ptr<ClusterNode>(new ClusterNode(std::move(impl)));

@@ -186,7 +186,8 @@ Result<ProposeResult> ForwardPropose(const Voter& to, NodeId self, const Forward
   Status s = WriteAll(fd, EncodePreamble(PeerStream::kPeer, self) + EncodeForwardRequest(r));
   Result<std::string> body = s.ok() ? ReadFrame(fd) : Result<std::string>(s);
   ::close(fd);
-  if (!body.ok()) return body.status().WithContext("forwarding to node " + std::to_string(to.id.value()));
+  if (!body.ok())
+    return body.status().WithContext("forwarding to node " + std::to_string(to.id.value()));
   return DecodeForwardResponse(*body);
 }
 

@@ -21,8 +21,9 @@ Result<std::string> CheckNodeDirectory(const std::string& data_dir, NodeId node_
   const std::string path = JoinPath(data_dir, kMetaFile);
   if (!PathExists(path)) {
     if (cluster_id.empty()) {
-      return Status::InvalidArgument("a new cluster node needs a cluster id (--cluster-id or "
-                                     "cluster.id), the same on every node");
+      return Status::InvalidArgument(
+          "a new cluster node needs a cluster id (--cluster-id or "
+          "cluster.id), the same on every node");
     }
     if (IsDirectory(RaftDirectory(data_dir))) {
       return Status::InvalidArgument(RaftDirectory(data_dir) + " exists but " + path +

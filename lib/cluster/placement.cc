@@ -36,7 +36,8 @@ Result<std::vector<std::vector<NodeId>>> PlaceReplicas(const MetadataImage& imag
     }
     ++led[live[best].value()];
     std::vector<NodeId> replicas;
-    for (int32_t r = 0; r < replication_factor; ++r) replicas.push_back(live[(best + r) % live.size()]);
+    for (int32_t r = 0; r < replication_factor; ++r)
+      replicas.push_back(live[(best + r) % live.size()]);
     out.push_back(std::move(replicas));
   }
   return out;

@@ -84,11 +84,10 @@ TEST_CASE("placement spreads leaders evenly over unfenced brokers, counting exis
 
   // Broker 1 already leads two partitions: the next three go to 2, 3, then 2 or 3 first.
   Uuid t = RandomUuid();
-  auto busy = img.Apply({TopicRecord{"t", t},
-                         PartitionRecord{PartitionId(0), t, {NodeId(1)}, {NodeId(1)}, NodeId(1),
-                                         LeaderEpoch(0), 0},
-                         PartitionRecord{PartitionId(1), t, {NodeId(1)}, {NodeId(1)}, NodeId(1),
-                                         LeaderEpoch(0), 0}});
+  auto busy = img.Apply(
+      {TopicRecord{"t", t},
+       PartitionRecord{PartitionId(0), t, {NodeId(1)}, {NodeId(1)}, NodeId(1), LeaderEpoch(0), 0},
+       PartitionRecord{PartitionId(1), t, {NodeId(1)}, {NodeId(1)}, NodeId(1), LeaderEpoch(0), 0}});
   REQUIRE(busy.ok());
   auto q = PlaceReplicas(*busy, 4, 1);
   REQUIRE(q.ok());
@@ -206,9 +205,8 @@ TEST_CASE("a one-voter cluster node serves topics from the image and keeps their
 
   // A proposal forwarded over the peer address is applied by the controller.
   Uuid id = RandomUuid();
-  auto fr = ForwardPropose(self, NodeId(1),
-                           ForwardRequest{RandomUuid(), EncodeCommand({TopicRecord{"fwd", id}})},
-                           5000);
+  auto fr = ForwardPropose(
+      self, NodeId(1), ForwardRequest{RandomUuid(), EncodeCommand({TopicRecord{"fwd", id}})}, 5000);
   REQUIRE_MESSAGE(fr.ok(), fr.status().ToString());
   CHECK(fr->outcome == ProposeOutcome::kApplied);
   CHECK(DecodeApplyResult(fr->result).ok());
@@ -262,12 +260,13 @@ TEST_CASE("forwarding to a peer address where nothing listens is an IOError") {
   CHECK(r.status().code() == Status::Code::kIOError);
 }
 
-TEST_CASE("controller.quorum.voters, node.id and cluster.id in server properties set cluster mode") {
+TEST_CASE(
+    "controller.quorum.voters, node.id and cluster.id in server properties set cluster mode") {
   broker::BrokerConfig c;
   CHECK(c.quorum_voters.empty());
-  REQUIRE(broker::ApplyServerProperty(&c, "controller.quorum.voters",
-                                      "1@10.0.0.1:9093,2@10.0.0.2:9093")
-              .ok());
+  REQUIRE(
+      broker::ApplyServerProperty(&c, "controller.quorum.voters", "1@10.0.0.1:9093,2@10.0.0.2:9093")
+          .ok());
   REQUIRE(broker::ApplyServerProperty(&c, "node.id", "2").ok());
   REQUIRE(broker::ApplyServerProperty(&c, "cluster.id", "prod-1").ok());
   auto voters = ParseVoters(c.quorum_voters);
