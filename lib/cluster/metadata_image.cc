@@ -86,8 +86,8 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
   if (auto* r = std::get_if<ClusterIdRecord>(&rec)) {
     if (r->cluster_id.empty()) return Refuse(t, "empty cluster id");
     if (!cluster_id_.empty() && cluster_id_ != r->cluster_id) {
-      return Refuse(t, "cluster id " + r->cluster_id + " differs from this cluster's " +
-                           cluster_id_);
+      return Refuse(t,
+                    "cluster id " + r->cluster_id + " differs from this cluster's " + cluster_id_);
     }
     cluster_id_ = r->cluster_id;
     return Status::OK();

@@ -253,11 +253,11 @@ bool KnownType(int16_t t) {
 }  // namespace
 
 RecordType TypeOf(const MetadataRecord& r) {
-  static constexpr RecordType kTypes[] = {
-      RecordType::kRegisterBroker, RecordType::kTopic,           RecordType::kPartition,
-      RecordType::kConfig,         RecordType::kPartitionChange, RecordType::kFenceBroker,
-      RecordType::kUnfenceBroker,  RecordType::kRemoveTopic,     RecordType::kProducerIds,
-      RecordType::kClusterId};
+  static constexpr RecordType kTypes[] = {RecordType::kRegisterBroker,  RecordType::kTopic,
+                                          RecordType::kPartition,       RecordType::kConfig,
+                                          RecordType::kPartitionChange, RecordType::kFenceBroker,
+                                          RecordType::kUnfenceBroker,   RecordType::kRemoveTopic,
+                                          RecordType::kProducerIds,     RecordType::kClusterId};
   static_assert(std::size(kTypes) == std::variant_size_v<MetadataRecord>);
   return kTypes[r.index()];
 }
