@@ -302,7 +302,10 @@ void ClusterNode::Impl::MemberLoop() {
         return;
       }
     }
-    if (img != seen) {
+    // Only once registered: the registration's entry was applied here, so the image holds
+    // every change committed before it, and a local topic missing from it was deleted (before
+    // that, a restarted node's image may still lack topics it has logs of).
+    if (registered && img != seen) {
       seen = img;
       Reconcile();
     }

@@ -17,8 +17,9 @@
 //   a node whose image shows another cluster id. Either is fatal: on_fatal is called once.
 // - Producer ids: blocks of 1000 from the controller (a ProducerIdsRecord advancing the image's
 //   next id by one block; the block is the 1000 ids below it), so they are unique cluster-wide.
-// - A background thread deletes the local logs of topics the image no longer has and keeps the
-//   local topics' configs and partition counts in line with the image.
+// - Once registered (so caught up with the log), a background thread deletes the local logs of
+//   topics the image no longer has and keeps the local topics' configs and partition counts in
+//   line with the image.
 //
 // Threads: the quorum's completions run inline on its loop thread and only fulfil promises;
 // proposals block the calling thread (an io thread for admin requests) for at most
