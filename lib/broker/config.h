@@ -1,7 +1,7 @@
 // The broker's configuration: Kafka's server.properties names, parsed into one struct.
 //
 // Recognised keys: listeners, advertised.listeners, log.dirs / log.dir, node.id / broker.id,
-// cluster.id, controller.quorum.voters, num.partitions, auto.create.topics.enable, default.replication.factor,
+// cluster.id, controller.quorum.voters, broker.heartbeat.interval.ms, broker.session.timeout.ms, num.partitions, auto.create.topics.enable, default.replication.factor,
 // message.max.bytes, socket.request.max.bytes, max.connections, num.io.threads (silt: io
 // threads), log.segment.bytes, log.roll.ms|hours, log.retention.ms|minutes|hours|bytes,
 // log.flush.interval.messages|ms, log.index.interval.bytes, log.index.size.max.bytes,
@@ -30,6 +30,10 @@ struct BrokerConfig {
   std::string cluster_id;  // empty: generated once and kept in the data dir
   // controller.quorum.voters (`1@host:port,...`): empty for a single node; else cluster mode.
   std::string quorum_voters;
+  // Cluster mode: how often a node tells the controller it is alive, and after how long without
+  // a word the controller fences it (its partitions lose it as leader).
+  int32_t broker_heartbeat_interval_ms = 500;   // broker.heartbeat.interval.ms
+  int32_t broker_session_timeout_ms = 3000;     // broker.session.timeout.ms
   std::string data_dir = "./silt-data";
   int32_t num_partitions = 1;
   bool auto_create_topics = true;

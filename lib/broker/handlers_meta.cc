@@ -47,6 +47,8 @@ protocol::MetadataResponse::Topic DescribeTopic(const TopicMetadata& t) {
     protocol::MetadataResponse::Partition part;
     part.partition_index = a.partition.value();
     part.leader_id = a.leader.value();
+    // Cluster mode: a partition whose leader was fenced with no in-sync replica to take over.
+    if (a.leader.value() < 0) part.error_code = Wire(ErrorCode::LEADER_NOT_AVAILABLE);
     part.leader_epoch = a.leader_epoch.value();
     for (NodeId n : a.replicas) part.replica_nodes.push_back(n.value());
     for (NodeId n : a.isr) part.isr_nodes.push_back(n.value());

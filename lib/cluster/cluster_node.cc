@@ -10,6 +10,8 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <algorithm>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -130,6 +132,15 @@ struct ClusterNode::Impl {
   std::set<int> peer_fds;
   std::thread member;
   std::atomic<bool> fatal_sent{false};
+  // The controller's side of liveness: when each broker was last heard from (under mu), and
+  // the term in which these times were started (a new controller gives everyone a full
+  // session from its election).
+  std::map<int32_t, Clock::time_point> last_heard;
+  uint64_t liveness_term = 0;
+  // The member thread's own: when the next heartbeat is due, and the partitions this node led
+  // in the image last reconciled.
+  Clock::time_point next_heartbeat;
+  std::set<std::pair<std::string, int32_t>> led;
 
   std::shared_ptr<const MetadataImage> image() const { return sm.image(); }
   bool Stopping() {
@@ -145,9 +156,11 @@ struct ClusterNode::Impl {
   }
   void Fatal(const Status& s);
   void MemberLoop();
+  void SendHeartbeat();
+  void CheckLiveness();
   void Reconcile();
   void OnPeer(NodeId sender, int fd);
-  void ServePeer(int fd);
+  void ServePeer(NodeId sender, int fd);
 };
 
 // ---- proposals --------------------------------------------------------------------------
@@ -244,10 +257,10 @@ void ClusterNode::Impl::OnPeer(NodeId sender, int fd) {
   peer_fds.insert(fd);
   ++peer_threads;
   broker::LogDebug("peer connection from node " + std::to_string(sender.value()));
-  std::thread([this, fd] { ServePeer(fd); }).detach();
+  std::thread([this, sender, fd] { ServePeer(sender, fd); }).detach();
 }
 
-void ClusterNode::Impl::ServePeer(int fd) {
+void ClusterNode::Impl::ServePeer(NodeId sender, int fd) {
   for (;;) {
     auto body = ReadFrame(fd);
     if (!body.ok()) break;
@@ -256,7 +269,19 @@ void ClusterNode::Impl::ServePeer(int fd) {
       LogWarn("peer request: " + req.status().ToString());
       break;
     }
-    ProposeResult r = LocalPropose(req->id, std::move(req->command), options.proposal_timeout_ms);
+    ProposeResult r;
+    if (req->kind == ForwardKind::kHeartbeat) {
+      if (quorum->IsReadyLeader()) {
+        r.outcome = ProposeOutcome::kApplied;
+        std::lock_guard<std::mutex> lock(mu);
+        last_heard[sender.value()] = Clock::now();
+      } else {
+        r.outcome = ProposeOutcome::kNotLeader;
+        r.leader_hint = quorum->leader();
+      }
+    } else {
+      r = LocalPropose(req->id, std::move(req->command), options.proposal_timeout_ms);
+    }
     if (!WriteAll(fd, EncodeForwardResponse(r)).ok()) break;
   }
   std::lock_guard<std::mutex> lock(mu);
@@ -302,6 +327,10 @@ void ClusterNode::Impl::MemberLoop() {
         return;
       }
     }
+    if (registered) {
+      SendHeartbeat();
+      CheckLiveness();
+    }
     // Only once registered: the registration's entry was applied here, so the image holds
     // every change committed before it, and a local topic missing from it was deleted (before
     // that, a restarted node's image may still lack topics it has logs of).
@@ -312,11 +341,107 @@ void ClusterNode::Impl::MemberLoop() {
   }
 }
 
+void ClusterNode::Impl::SendHeartbeat() {
+  auto now = Clock::now();
+  if (now < next_heartbeat) return;
+  next_heartbeat = now + std::chrono::milliseconds(options.config.broker_heartbeat_interval_ms);
+  std::optional<NodeId> leader = quorum->leader();
+  if (!leader || *leader == options.node_id) return;
+  std::optional<Voter> to = FindVoter(options.voters, *leader);
+  if (!to) return;
+  auto r = ForwardPropose(*to, options.node_id, ForwardRequest{Uuid(), "", ForwardKind::kHeartbeat},
+                          std::max(100, options.config.broker_heartbeat_interval_ms * 2));
+  if (!r.ok()) broker::LogDebug("heartbeat to node " + std::to_string(leader->value()) + ": " +
+                                r.status().ToString());
+}
+
+// On the ready controller: fence brokers silent for a session (their partitions lose them as
+// leader: the first other in-sync replica that is unfenced takes over, else none), and give
+// leaderless partitions back to an unfenced in-sync replica (a fenced broker heard from again
+// is unfenced first).
+void ClusterNode::Impl::CheckLiveness() {
+  if (!quorum->IsReadyLeader()) return;
+  const auto now = Clock::now();
+  const auto session = std::chrono::milliseconds(options.config.broker_session_timeout_ms);
+  auto img = image();
+  std::set<int32_t> dead, back;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    uint64_t term = quorum->term().value();
+    if (term != liveness_term) {
+      liveness_term = term;
+      last_heard.clear();
+    }
+    last_heard[options.node_id.value()] = now;
+    for (const auto& [id, b] : img->brokers()) {
+      auto it = last_heard.try_emplace(id, now).first;
+      bool alive = now - it->second <= session;
+      if (!alive && !b.fenced) dead.insert(id);
+      if (alive && b.fenced) back.insert(id);
+    }
+  }
+  std::vector<MetadataRecord> records;
+  for (int32_t id : dead) records.push_back(FenceBrokerRecord{NodeId(id)});
+  for (int32_t id : back) records.push_back(UnfenceBrokerRecord{NodeId(id)});
+  auto usable = [&](NodeId n) {
+    if (dead.count(n.value())) return false;
+    auto it = img->brokers().find(n.value());
+    return it != img->brokers().end() && (!it->second.fenced || back.count(n.value()));
+  };
+  std::vector<std::string> moved;
+  for (const auto& [tid, t] : img->topics()) {
+    for (const auto& [p, part] : t.partitions) {
+      bool needs = part.leader.value() == kNoLeader || dead.count(part.leader.value());
+      if (!needs) continue;
+      NodeId next(kNoLeader);
+      for (NodeId r : part.replicas) {
+        bool in_isr = std::find(part.isr.begin(), part.isr.end(), r) != part.isr.end();
+        if (in_isr && usable(r)) {
+          next = r;
+          break;
+        }
+      }
+      if (next == part.leader) continue;
+      records.push_back(PartitionChangeRecord{PartitionId(p), t.id, std::nullopt, next,
+                                              std::nullopt});
+      moved.push_back(t.name + "-" + std::to_string(p) + "->" + std::to_string(next.value()));
+    }
+  }
+  if (records.empty()) return;
+  auto r = Propose(records);
+  if (!r.ok()) {
+    LogWarn("fencing/unfencing brokers: " + r.status().ToString());
+    return;
+  }
+  std::string text;
+  for (int32_t id : dead) text += " fenced " + std::to_string(id) + ";";
+  for (int32_t id : back) text += " unfenced " + std::to_string(id) + ";";
+  for (const auto& m : moved) text += " " + m;
+  LogInfo("controller:" + text);
+}
+
 void ClusterNode::Impl::Reconcile() {
   // The local topics first, then the image: an image is never older than the local topics
   // made from it, so a local topic missing from it was deleted.
   std::vector<broker::TopicMetadata> locals = local->ListTopics();
   auto img = image();
+  // Partitions this node no longer leads are let go of, so that the next request for them
+  // asks the image again (NOT_LEADER_OR_FOLLOWER) instead of reaching an open log.
+  std::set<std::pair<std::string, int32_t>> now_led;
+  for (const auto& [tid, t] : img->topics()) {
+    for (const auto& [p, part] : t.partitions) {
+      if (part.leader == options.node_id) now_led.insert({t.name, p});
+    }
+  }
+  std::set<std::string> lost;
+  for (const auto& k : led) {
+    if (!now_led.count(k)) lost.insert(k.first);
+  }
+  led = std::move(now_led);
+  for (const std::string& topic : lost) {
+    LogInfo("no longer leading some partitions of " + topic + "; closing them here");
+    store.NotifyDelete(topic);
+  }
   for (const broker::TopicMetadata& t : locals) {
     if (IsLocalOnly(t.name)) continue;
     const TopicImage* ti = img->FindTopic(t.name);

@@ -17,6 +17,11 @@
 //   a node whose image shows another cluster id. Either is fatal: on_fatal is called once.
 // - Producer ids: blocks of 1000 from the controller (a ProducerIdsRecord advancing the image's
 //   next id by one block; the block is the 1000 ids below it), so they are unique cluster-wide.
+// - Liveness: every broker.heartbeat.interval.ms a node sends a heartbeat to the controller;
+//   the ready controller fences a broker silent for broker.session.timeout.ms (FenceBroker, and
+//   a PartitionChange of each partition it led to the first other unfenced in-sync replica, or
+//   to no leader) and unfences it when it is heard from again, giving its leaderless
+//   partitions back.
 // - Once registered (so caught up with the log), a background thread deletes the local logs of
 //   topics the image no longer has and keeps the local topics' configs and partition counts in
 //   line with the image.

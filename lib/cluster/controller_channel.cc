@@ -95,6 +95,7 @@ std::string EncodeForwardRequest(const ForwardRequest& r) {
   std::string body;
   ByteWriter w(&body);
   w.I16(kForwardVersion);
+  w.I8(static_cast<int8_t>(r.kind));
   w.Raw(reinterpret_cast<const char*>(r.id.bytes().data()), 16);
   w.Raw(r.command);
   return Frame(body);
@@ -123,6 +124,10 @@ Result<ForwardRequest> DecodeForwardRequest(std::string_view body) {
     return Status::Unsupported("ForwardRequest version " + std::to_string(version));
   }
   ForwardRequest out;
+  int8_t kind = 0;
+  if (!r.I8(&kind)) return Status::Corruption("ForwardRequest: short header");
+  if (kind != 0 && kind != 1) return Status::Corruption("ForwardRequest: kind " + std::to_string(kind));
+  out.kind = static_cast<ForwardKind>(kind);
   if (!GetUuid(r, &out.id)) return Status::Corruption("ForwardRequest: short request id");
   out.command = std::string(r.rest());
   return out;

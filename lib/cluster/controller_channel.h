@@ -7,13 +7,16 @@
 // RequestId: a retry after an unknown outcome takes effect at most once (metadata_quorum.h).
 //
 //   connection => Preamble("SILTPEER", sender)  then requests and responses, one at a time
-//   ForwardRequest  => length int32 (of the rest), version int16 (1), request_id uuid,
-//                      command bytes (the rest: metadata_records.h's Command)
+//   ForwardRequest  => length int32 (of the rest), version int16 (1), kind int8 (0 propose,
+//                      1 heartbeat), request_id uuid, command bytes (the rest:
+//                      metadata_records.h's Command; empty for a heartbeat)
 //   ForwardResponse => length int32, version int16 (1), outcome int8 (ProposeOutcome order:
 //                      0 applied, 1 not leader, 2 unknown, 3 rejected, 4 shutdown),
 //                      index int64, leader_hint int32 (-1: none), message string (int16
 //                      length), result bytes (the rest: the apply result)
 //
+// A heartbeat tells the controller that the sending node (the preamble's sender) is alive; the
+// answer is kApplied from the ready controller, kNotLeader (with a hint) from any other node.
 // A frame longer than kMaxForwardFrame is a protocol error and closes the connection.
 #pragma once
 
@@ -30,9 +33,12 @@ namespace silt::cluster {
 inline constexpr int16_t kForwardVersion = 1;
 inline constexpr size_t kMaxForwardFrame = 4 << 20;
 
+enum class ForwardKind : int8_t { kPropose = 0, kHeartbeat = 1 };
+
 struct ForwardRequest {
   RequestId id;
   std::string command;
+  ForwardKind kind = ForwardKind::kPropose;
 };
 
 // Whole frames, length prefix included.

@@ -41,11 +41,20 @@ MetadataImage Brokers(std::initializer_list<int> live, std::initializer_list<int
 TEST_CASE("a forwarded proposal and its answer round-trip through their encodings") {
   ForwardRequest req{RandomUuid(), std::string("\x00\x01command", 9)};
   std::string frame = EncodeForwardRequest(req);
-  REQUIRE(frame.size() == 4 + 2 + 16 + 9);
+  REQUIRE(frame.size() == 4 + 2 + 1 + 16 + 9);
   auto back = DecodeForwardRequest(std::string_view(frame).substr(4));
   REQUIRE(back.ok());
   CHECK(back->id == req.id);
   CHECK(back->command == req.command);
+  CHECK(back->kind == ForwardKind::kPropose);
+  ForwardRequest beat{Uuid(), "", ForwardKind::kHeartbeat};
+  std::string beat_frame = EncodeForwardRequest(beat);
+  auto beat_back = DecodeForwardRequest(std::string_view(beat_frame).substr(4));
+  REQUIRE(beat_back.ok());
+  CHECK(beat_back->kind == ForwardKind::kHeartbeat);
+  std::string bad_kind = beat_frame.substr(4);
+  bad_kind[2] = 7;
+  CHECK(DecodeForwardRequest(bad_kind).status().code() == Status::Code::kCorruption);
 
   ProposeResult r;
   r.outcome = ProposeOutcome::kNotLeader;

@@ -294,13 +294,28 @@ try:
         ids = {metadata(n)["controllerid"] for n in survivors}
         return len(ids) == 1 and ids.pop() not in (old, -1)
     wait_for("a new controller", new_controller)
-    silt("topic", "-b", survivors[0].address, "create", "after-kill", "--partitions", "2")
-    if leaders(metadata(survivors[1], "after-kill"), "after-kill") is None:
-        fail("a topic created after the kill is not served by the other survivor")
-    if leaders(metadata(survivors[1], "orders"), "orders") != views[0]:
-        fail("orders' leaders changed after the kill")
-    print("ok: node %d killed; new controller and a committed change after %.1fs"
-          % (old, time.time() - t0))
+    elected = time.time() - t0
+
+    # A session (broker.session.timeout.ms, 3 s) later the dead broker is fenced: Metadata no
+    # longer lists it and its partitions have no leader (no other in-sync replica).
+    want = {p: (-1 if l == old else l) for p, l in views[0].items()}
+
+    def fenced():
+        for n in survivors:
+            md = metadata(n, "orders")
+            if md is None or {b["id"] for b in md["brokers"]} != {n2.id for n2 in survivors}:
+                return False
+            if leaders(md, "orders") != want:
+                return False
+        return True
+    wait_for("node %d to be fenced" % old, fenced)
+    fenced_after = time.time() - t0
+    silt("topic", "-b", survivors[0].address, "create", "after-kill", "--partitions", "4")
+    got = leaders(metadata(survivors[1], "after-kill"), "after-kill")
+    if got is None or set(got.values()) != {n.id for n in survivors}:
+        fail("after-kill is not placed on the survivors: %s" % got)
+    print("ok: node %d killed; new controller after %.1fs, fenced after %.1fs, new topics on "
+          "the survivors" % (old, elected, fenced_after))
 
     # Refusals: another cluster id or node id on its data dir, a lost Raft directory, and a
     # fresh node of another cluster (refused once it learns the cluster's log).
@@ -329,6 +344,9 @@ try:
     dead.start()
     wait_for("node %d to catch up" % old,
              lambda: leaders(metadata(dead, "after-kill"), "after-kill") is not None)
+    wait_for("node %d to lead its partitions again" % old,
+             lambda: all(leaders(metadata(n, "orders"), "orders") == views[0]
+                         for n in NODES.values()))
     # ... and keeps the records it stored: a node that has not caught up yet must not take
     # its own topics for deleted ones.
     c = subprocess.run(["kcat", "-b", dead.address, "-C", "-t", "orders", "-o", "beginning",
