@@ -1,14 +1,15 @@
 // The broker's configuration: Kafka's server.properties names, parsed into one struct.
 //
 // Recognised keys: listeners, advertised.listeners, log.dirs / log.dir, node.id / broker.id,
-// cluster.id, controller.quorum.voters, broker.heartbeat.interval.ms, broker.session.timeout.ms, num.partitions, auto.create.topics.enable, default.replication.factor,
+// cluster.id, num.partitions, auto.create.topics.enable, default.replication.factor,
 // message.max.bytes, socket.request.max.bytes, max.connections, num.io.threads (silt: io
 // threads), log.segment.bytes, log.roll.ms|hours, log.retention.ms|minutes|hours|bytes,
 // log.flush.interval.messages|ms, log.index.interval.bytes, log.index.size.max.bytes,
 // log.message.timestamp.type, log.cleanup.policy, compression.type, min.insync.replicas,
 // log.retention.check.interval.ms, offsets.topic.num.partitions, offsets.retention.minutes,
 // offsets.retention.check.interval.ms, offset.metadata.max.bytes, group.min.session.timeout.ms,
-// group.max.session.timeout.ms, group.initial.rebalance.delay.ms.
+// group.max.session.timeout.ms, group.initial.rebalance.delay.ms; for cluster mode
+// controller.quorum.voters, broker.heartbeat.interval.ms, broker.session.timeout.ms.
 #pragma once
 
 #include <cstdint>
