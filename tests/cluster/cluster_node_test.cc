@@ -143,6 +143,7 @@ TEST_CASE("a node's data dir refuses another node id, another cluster id and a l
   CHECK(lost.status().message().find("Raft directory") != std::string::npos);
   REQUIRE(CreateDirs(RaftDirectory(dir)).ok());
   CHECK(CheckNodeDirectory(dir, NodeId(1), "c1").ok());
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a one-voter cluster node serves topics from the image and keeps their logs locally") {
