@@ -1,14 +1,20 @@
-// `silt serve`: run a single-node broker that speaks the Kafka protocol over a data directory.
+// `silt serve`: run a broker that speaks the Kafka protocol over a data directory, alone or, with
+// a voter list (--peers / controller.quorum.voters), as one node of a cluster.
 // Flags override the properties file (-c), which overrides the defaults.
 #include <CLI/CLI.hpp>
 
 #include <signal.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
+#include <mutex>
 
 #include "broker/config.h"
 #include "broker/logging.h"
 #include "broker/server.h"
+#include "cluster/cluster_node.h"
+#include "cluster/voters.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
 #include "cmd/usage.h"
@@ -23,6 +29,8 @@ struct ServeFlags {
   std::string listen;
   std::string advertised;
   int32_t node_id = -1;
+  std::string peers;
+  std::string cluster_id;
   std::vector<std::string> sets;
   std::string log_level = "info";
 };
@@ -59,7 +67,37 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
     if (!s.ok()) return Fail("--advertised-listener: " + s.message());
   }
   if (f.node_id >= 0) config.node_id = f.node_id;
+  if (!f.peers.empty()) config.quorum_voters = f.peers;
+  if (!f.cluster_id.empty()) config.cluster_id = f.cluster_id;
   if (Status st = CheckCanCreateDataDir(config.data_dir); !st.ok()) return Fail(st);
+
+  // Cluster mode: checked before anything is opened, so a wrong node id, cluster id or a lost
+  // Raft directory is refused with the data dir untouched.
+  std::unique_ptr<cluster::ClusterNode> cluster_node;
+  static std::mutex fatal_mu;
+  static std::string fatal_message;
+  if (!config.quorum_voters.empty()) {
+    auto voters = cluster::ParseVoters(config.quorum_voters);
+    if (!voters.ok()) return Fail("--peers: " + voters.status().message());
+    if (config.node_id <= 0) return Fail("cluster mode needs a positive --node-id (node.id)");
+    cluster::ClusterNodeOptions o;
+    o.node_id = NodeId(config.node_id);
+    o.voters = *voters;
+    o.cluster_id = config.cluster_id;
+    o.config = config;
+    o.on_fatal = [](const Status& s) {
+      {
+        std::lock_guard<std::mutex> lock(fatal_mu);
+        fatal_message = s.message();
+      }
+      kill(getpid(), SIGTERM);  // wakes the sigwait below; shutdown runs there
+    };
+    auto node = cluster::ClusterNode::Create(std::move(o));
+    if (!node.ok()) return Fail(node.status().message());
+    cluster_node = std::move(node).value();
+    // meta.properties may have supplied it.
+    config.cluster_id = cluster_node->cluster_id();
+  }
   // A key of a stock Kafka file that means nothing here is noted; one no broker knows is most
   // likely a typo, and is named with the nearest key.
   for (const std::string& k : config.ignored_keys) {
@@ -81,7 +119,7 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto server = broker::Server::Start(config);
+  auto server = broker::Server::Start(config, std::move(cluster_node));
   if (!server.ok()) {
     // Start-up failures end like every other command's errors: one line, exit 2.
     const Status& st = server.status();
@@ -95,9 +133,17 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
   }
   int sig = 0;
   sigwait(&stop, &sig);
-  broker::LogInfo(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
-                  ", shutting down");
+  std::string fatal;
+  {
+    std::lock_guard<std::mutex> lock(fatal_mu);
+    fatal = fatal_message;
+  }
+  if (fatal.empty()) {
+    broker::LogInfo(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                    ", shutting down");
+  }
   Status s = (*server)->Shutdown();
+  if (!fatal.empty()) return Fail(fatal);
   return s.ok() ? kExitOk : kExitError;
 }
 
@@ -117,6 +163,11 @@ RunFn RegisterServe(CLI::App* sub, GlobalOptions* global) {
                   "HOST:PORT clients are told to connect to (default: the bound address)");
   sub->add_option("--node-id", f->node_id, "this broker's node id (default 0)")
       ->check(NonNegative());
+  sub->add_option("--peers", f->peers,
+                  "cluster mode: every node's peer address, ID@HOST:PORT,... "
+                  "(controller.quorum.voters); this node binds its own entry");
+  sub->add_option("--cluster-id", f->cluster_id,
+                  "cluster id, the same on every node (cluster.id; required for a new node)");
   sub->add_option("--set", f->sets, "set a broker config, key=value (repeatable)");
   sub->add_option("--log-level", f->log_level, "debug, info, warn or error (default info)");
   return [f, global] { return RunServe(*f, global); };

@@ -105,6 +105,8 @@ _silt() {
     "serve:--listen") kind="none" ;;
     "serve:--advertised-listener") kind="none" ;;
     "serve:--node-id") kind="none" ;;
+    "serve:--peers") kind="none" ;;
+    "serve:--cluster-id") kind="none" ;;
     "serve:--set") kind="none" ;;
     "serve:--log-level") kind="none" ;;
   esac
@@ -153,7 +155,7 @@ _silt() {
     "group/delete") words="-h --help -d --data-dir -b --bootstrap-server" ;;
     "dump-segment") words="-h --help --records --format --json --shallow --iso-time" ;;
     "verify-crc") words="-h --help --repair --format --json -q --quiet --shallow" ;;
-    "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --node-id --set --log-level" ;;
+    "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --node-id --peers --cluster-id --set --log-level" ;;
     "completion") words="-h --help" ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))

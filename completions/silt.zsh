@@ -371,6 +371,8 @@ _silt_serve() {
     '--listen[address to listen on, HOST:PORT (default 127.0.0.1:9092; port 0 picks one)]:value: '
     '--advertised-listener[HOST:PORT clients are told to connect to (default: the bound address)]:value: '
     '--node-id[this broker'\''s node id (default 0)]:value: '
+    '--peers[cluster mode: every node'\''s peer address, ID@HOST:PORT,... (controller.quorum.voters); this node binds its own entry]:value: '
+    '--cluster-id[cluster id, the same on every node (cluster.id; required for a new node)]:value: '
     '--set[set a broker config, key=value (repeatable)]:value: '
     '--log-level[debug, info, warn or error (default info)]:value: '
   )

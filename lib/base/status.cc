@@ -25,6 +25,7 @@ const char* Status::CodeName(Code c) {
     case Code::kOutOfRange: return "out of range";
     case Code::kTooLarge: return "too large";
     case Code::kInternal: return "internal error";
+    case Code::kNotLeader: return "not leader";
   }
   return "unknown";
 }

@@ -34,6 +34,7 @@ class [[nodiscard]] Status {
     kOutOfRange,       // an offset outside the log
     kTooLarge,         // exceeds a configured limit
     kInternal,
+    kNotLeader,  // this node does not lead the partition (or the metadata quorum)
   };
 
   Status() noexcept = default;
@@ -60,6 +61,7 @@ class [[nodiscard]] Status {
   static Status OutOfRange(std::string_view m) { return Status(Code::kOutOfRange, m); }
   static Status TooLarge(std::string_view m) { return Status(Code::kTooLarge, m); }
   static Status Internal(std::string_view m) { return Status(Code::kInternal, m); }
+  static Status NotLeader(std::string_view m) { return Status(Code::kNotLeader, m); }
 
   bool ok() const { return state_ == nullptr; }
   Code code() const { return state_ ? state_->code : Code::kOk; }

@@ -16,7 +16,10 @@ Broker::~Broker() {
   if (!closed_) (void)Close();
 }
 
-MetadataStore& Broker::metadata() { return *store_; }
+MetadataStore& Broker::metadata() {
+  if (cluster_) return cluster_->metadata();
+  return *store_;
+}
 
 Status Broker::StartGroupCoordinator() {
   GroupCoordinatorOptions o;
@@ -43,15 +46,26 @@ Status Broker::StartGroupCoordinator() {
   return Status::OK();
 }
 
-Result<std::unique_ptr<Broker>> Broker::Open(const BrokerConfig& config) {
+Result<std::unique_ptr<Broker>> Broker::Open(const BrokerConfig& config,
+                                             std::unique_ptr<ClusterMode> cluster) {
   std::unique_ptr<Broker> b(new Broker(config));
   NodeId local(config.node_id);
   SILT_ASSIGN_OR_RETURN(b->store_, LocalMetadataStore::Open(config, local));
   SILT_ASSIGN_OR_RETURN(b->node_, NodeIdentity::Load(config.data_dir, local, config.cluster_id));
   SILT_ASSIGN_OR_RETURN(b->producer_ids_, FileProducerIdAllocator::Open(config.data_dir));
-  b->partitions_ = std::make_unique<PartitionManager>(b->store_.get(), local);
+  LogProvider* logs = b->store_.get();
+  if (cluster) {
+    b->cluster_ = std::move(cluster);
+    SILT_TRY(b->cluster_->Start(b->store_.get(), &b->node_));
+    logs = &b->cluster_->logs();
+  }
+  b->partitions_ = std::make_unique<PartitionManager>(logs, local);
   PartitionManager* pm = b->partitions_.get();
   b->store_->SetDeleteListener([pm](const std::string& topic) { pm->RemoveTopic(topic); });
+  if (b->cluster_) {
+    b->cluster_->metadata().SetDeleteListener(
+        [pm](const std::string& topic) { pm->RemoveTopic(topic); });
+  }
   SILT_TRY(b->StartGroupCoordinator());
   if (config.log_cleaner_enable) {
     storage::CleanerOptions co;
@@ -59,8 +73,10 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerConfig& config) {
     b->cleaner_ = std::make_unique<storage::LogCleaner>(config.data_dir, co);
     SILT_TRY(b->cleaner_->Start(b->store_->data_dir()));
   }
-  b->context_.reset(new BrokerContext{b->config_, b->node_, *b->store_, *b->partitions_,
-                                      *b->producer_ids_, *b->groups_, b->stopping_});
+  ProducerIdAllocator* pids = b->producer_ids_.get();
+  if (b->cluster_ && b->cluster_->producer_ids()) pids = b->cluster_->producer_ids();
+  b->context_.reset(new BrokerContext{b->config_, b->node_, b->metadata(), *b->partitions_,
+                                      *pids, *b->groups_, b->stopping_});
   return b;
 }
 
@@ -80,8 +96,13 @@ int Broker::Maintain(bool retention) {
   return deleted;
 }
 
+void Broker::Serving() {
+  if (cluster_) cluster_->Serving();
+}
+
 void Broker::BeginShutdown() {
   stopping_.store(true);
+  if (cluster_) cluster_->Stop();
   if (groups_) groups_->Shutdown();
   if (partitions_) partitions_->WakeAll();
 }
@@ -91,6 +112,7 @@ Status Broker::Close() {
   closed_ = true;
   // The coordinator's timer may be writing through the partitions: stop it first.
   if (groups_) groups_->Shutdown();
+  if (cluster_) cluster_->Stop();
   // The cleaner works on the data dir's logs: stop it before they close.
   if (cleaner_) cleaner_->Stop();
   if (partitions_) partitions_->ShutdownAll();

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "broker/cluster_mode.h"
 #include "broker/config.h"
 #include "broker/context.h"
 
@@ -27,14 +28,18 @@ class LocalMetadataStore;
 class Broker {
  public:
   // Opens (creating if needed) the data directory named by config.data_dir, recovering it, and
-  // loads or creates the cluster identity and the producer id counter.
-  static Result<std::unique_ptr<Broker>> Open(const BrokerConfig& config);
+  // loads or creates the cluster identity and the producer id counter. With `cluster`, its
+  // metadata store and log provider serve the handlers (cluster/cluster_node.h).
+  static Result<std::unique_ptr<Broker>> Open(const BrokerConfig& config,
+                                              std::unique_ptr<ClusterMode> cluster = nullptr);
   ~Broker();
 
   const BrokerConfig& config() const { return config_; }
   const NodeIdentity& node() const { return node_; }
   // Where clients are told to connect; set once the listener is bound, before serving.
   void SetAdvertised(const std::string& host, int port);
+  // The listener is bound and the advertised address set: in cluster mode, the node registers.
+  void Serving();
 
   // The handlers' view of this broker.
   BrokerContext& context() { return *context_; }
@@ -62,6 +67,8 @@ class Broker {
   std::atomic<bool> stopping_{false};
   bool closed_ = false;
   std::unique_ptr<LocalMetadataStore> store_;
+  // Between the data dir it keeps logs in and the partitions that read them.
+  std::unique_ptr<ClusterMode> cluster_;
   std::unique_ptr<PartitionManager> partitions_;
   std::unique_ptr<ProducerIdAllocator> producer_ids_;
   // Declared after what they write through, so they go first.

@@ -126,6 +126,16 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   if (key == "node.id" || key == "broker.id") {
     return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->node_id);
   }
+  if (key == "controller.quorum.voters") {
+    c->quorum_voters = value;
+    return Status::OK();
+  }
+  if (key == "broker.heartbeat.interval.ms") {
+    return ParseInt<int32_t>(key, value, 10, INT32_MAX, &c->broker_heartbeat_interval_ms);
+  }
+  if (key == "broker.session.timeout.ms") {
+    return ParseInt<int32_t>(key, value, 100, INT32_MAX, &c->broker_session_timeout_ms);
+  }
   if (key == "cluster.id") {
     c->cluster_id = value;
     return Status::OK();

@@ -8,7 +8,8 @@
 // log.message.timestamp.type, log.cleanup.policy, compression.type, min.insync.replicas,
 // log.retention.check.interval.ms, offsets.topic.num.partitions, offsets.retention.minutes,
 // offsets.retention.check.interval.ms, offset.metadata.max.bytes, group.min.session.timeout.ms,
-// group.max.session.timeout.ms, group.initial.rebalance.delay.ms.
+// group.max.session.timeout.ms, group.initial.rebalance.delay.ms; for cluster mode
+// controller.quorum.voters, broker.heartbeat.interval.ms, broker.session.timeout.ms.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,12 @@ struct BrokerConfig {
   int advertised_port = -1;  // -1: the bound port
   int32_t node_id = 0;
   std::string cluster_id;  // empty: generated once and kept in the data dir
+  // controller.quorum.voters (`1@host:port,...`): empty for a single node; else cluster mode.
+  std::string quorum_voters;
+  // Cluster mode: how often a node tells the controller it is alive, and after how long without
+  // a word the controller fences it (its partitions lose it as leader).
+  int32_t broker_heartbeat_interval_ms = 500;   // broker.heartbeat.interval.ms
+  int32_t broker_session_timeout_ms = 3000;     // broker.session.timeout.ms
   std::string data_dir = "./silt-data";
   int32_t num_partitions = 1;
   bool auto_create_topics = true;

@@ -84,10 +84,11 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
       fail(ErrorCode::INVALID_PARTITIONS, "number of partitions must be at least 1");
     } else if (t.replication_factor == 0 || t.replication_factor < -1) {
       fail(ErrorCode::INVALID_REPLICATION_FACTOR, "replication factor must be at least 1");
-    } else if (t.replication_factor > 1) {
+    } else if (size_t brokers = std::max<size_t>(1, ctx.metadata.Brokers().size());
+               t.replication_factor > static_cast<int32_t>(brokers)) {
       fail(ErrorCode::INVALID_REPLICATION_FACTOR,
            "replication factor " + std::to_string(t.replication_factor) +
-               " is larger than the number of brokers (1)");
+               " is larger than the number of brokers (" + std::to_string(brokers) + ")");
     }
     if (tr.error_code == 0 && !ValidConfigs(configs, &why)) {
       fail(ErrorCode::INVALID_CONFIG, why);
@@ -97,7 +98,8 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
       if (existing.ok()) {
         fail(ErrorCode::TOPIC_ALREADY_EXISTS, "topic '" + t.name + "' already exists");
       } else if (!request.validate_only) {
-        auto created = ctx.metadata.CreateTopic(t.name, partitions, configs);
+        auto created = ctx.metadata.CreateTopicWithReplicas(
+            t.name, partitions, std::max<int32_t>(1, t.replication_factor), configs);
         if (created.ok()) {
           LogInfo("created topic " + t.name + " with " + std::to_string(created->partition_count) +
                   " partition(s)");

@@ -65,6 +65,8 @@ class DelayedFetch : public DelayedOperation {
       for (const auto& p : t.partitions) {
         auto s = ctx.partitions.Get(t.topic, PartitionId(p.partition));
         parts.push_back(s.ok() ? *s : nullptr);
+        // A partition another node leads (cluster mode) is NOT_LEADER_OR_FOLLOWER.
+        not_leader_.push_back(!s.ok() && s.status().code() == Status::Code::kNotLeader);
       }
     }
     partitions_ = parts;
@@ -92,7 +94,8 @@ class DelayedFetch : public DelayedOperation {
         pr.aborted_transactions.emplace();
         pr.records.bytes = std::string_view();
         if (!part) {
-          pr.error_code = Wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+          pr.error_code = Wire(not_leader_[k - 1] ? ErrorCode::NOT_LEADER_OR_FOLLOWER
+                                                  : ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
           pr.high_watermark = -1;
           error = true;
           tr.partitions.push_back(std::move(pr));
@@ -163,6 +166,7 @@ class DelayedFetch : public DelayedOperation {
   protocol::FetchRequest request_;
   Respond respond_;
   std::vector<std::shared_ptr<Partition>> partitions_;  // per requested partition, in order
+  std::vector<bool> not_leader_;                        // likewise: led by another node
 };
 
 }  // namespace

@@ -47,6 +47,8 @@ protocol::MetadataResponse::Topic DescribeTopic(const TopicMetadata& t) {
     protocol::MetadataResponse::Partition part;
     part.partition_index = a.partition.value();
     part.leader_id = a.leader.value();
+    // Cluster mode: a partition whose leader was fenced with no in-sync replica to take over.
+    if (a.leader.value() < 0) part.error_code = Wire(ErrorCode::LEADER_NOT_AVAILABLE);
     part.leader_epoch = a.leader_epoch.value();
     for (NodeId n : a.replicas) part.replica_nodes.push_back(n.value());
     for (NodeId n : a.isr) part.isr_nodes.push_back(n.value());
@@ -61,9 +63,15 @@ Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond 
   protocol::MetadataRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::MetadataResponse resp;
-  resp.brokers.push_back({ctx.node.node_id.value(), ctx.node.advertised_host, ctx.node.advertised_port, std::nullopt});
+  std::vector<BrokerEndpoint> brokers = ctx.metadata.Brokers();
+  if (brokers.empty()) {
+    resp.brokers.push_back({ctx.node.node_id.value(), ctx.node.advertised_host, ctx.node.advertised_port, std::nullopt});
+  }
+  for (const BrokerEndpoint& b : brokers) {
+    resp.brokers.push_back({b.id.value(), b.host, b.port, std::nullopt});
+  }
   resp.cluster_id = ctx.node.cluster_id;
-  resp.controller_id = ctx.node.node_id.value();
+  resp.controller_id = ctx.metadata.Controller().value_or(ctx.node.node_id).value();
   bool all = !request.topics.has_value() || (req->api_version == 0 && request.topics->empty());
   if (all) {
     for (const TopicMetadata& t : ctx.metadata.ListTopics()) resp.topics.push_back(DescribeTopic(t));

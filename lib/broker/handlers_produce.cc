@@ -36,8 +36,10 @@ PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::s
   auto part_r = ctx.partitions.Get(topic, PartitionId(partition));
   if (!part_r.ok()) {
     if (part_r.status().IsNotFound()) return fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "");
-    LogError("produce to " + topic + "-" + std::to_string(partition) + ": " +
-             part_r.status().ToString());
+    if (part_r.status().code() != Status::Code::kNotLeader) {
+      LogError("produce to " + topic + "-" + std::to_string(partition) + ": " +
+               part_r.status().ToString());
+    }
     return fail(protocol::ErrorCodeFromStatus(part_r.status()), part_r.status().message());
   }
   Partition& part = **part_r;

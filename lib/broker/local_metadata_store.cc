@@ -89,6 +89,15 @@ Result<TopicMetadata> LocalMetadataStore::CreateTopic(
   return Describe(t, local_);
 }
 
+Result<TopicMetadata> LocalMetadataStore::CreateTopicWithId(
+    const std::string& name, const Uuid& topic_id, int32_t partitions,
+    const std::map<std::string, std::string>& configs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!dir_) return Status::InvalidArgument("the broker is closed");
+  SILT_ASSIGN_OR_RETURN(storage::TopicInfo t, dir_->CreateTopic(name, topic_id, partitions, configs));
+  return Describe(t, local_);
+}
+
 Status LocalMetadataStore::DeleteTopic(const std::string& name) {
   // The partitions let go of their logs before the directory closes and removes them.
   if (on_delete_) on_delete_(name);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/uuid.h"
 #include "broker/config.h"
 #include "broker/metadata_store.h"
 
@@ -28,6 +29,10 @@ class LocalMetadataStore : public MetadataStore, public LogProvider {
   Result<TopicMetadata> GetTopic(const std::string& name) override;
   Result<TopicMetadata> CreateTopic(const std::string& name, int32_t partitions,
                                     const std::map<std::string, std::string>& configs) override;
+  // CreateTopic with the id the caller gives (cluster mode: the id in the metadata image).
+  Result<TopicMetadata> CreateTopicWithId(const std::string& name, const Uuid& topic_id,
+                                          int32_t partitions,
+                                          const std::map<std::string, std::string>& configs);
   Status DeleteTopic(const std::string& name) override;
   Status AddPartitions(const std::string& name, int32_t new_total) override;
   Result<storage::LogConfig> TopicConfig(const std::string& name) override;

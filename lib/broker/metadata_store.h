@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,13 @@ struct PartitionAssignment {
   std::vector<NodeId> isr;
 };
 
+// A broker clients may connect to, at its advertised address.
+struct BrokerEndpoint {
+  NodeId id;
+  std::string host;
+  int32_t port = 0;
+};
+
 struct TopicMetadata {
   std::string name;
   std::string topic_id;  // Kafka's Uuid in base64 (as in partition.metadata)
@@ -50,6 +58,14 @@ class MetadataStore {
   // InvalidArgument for a bad name or config (naming the key).
   virtual Result<TopicMetadata> CreateTopic(const std::string& name, int32_t partitions,
                                             const std::map<std::string, std::string>& configs) = 0;
+  // CreateTopic with `replication_factor` replicas per partition, which the caller has checked
+  // against Brokers() (1 on a single node, where this is CreateTopic).
+  virtual Result<TopicMetadata> CreateTopicWithReplicas(
+      const std::string& name, int32_t partitions, int32_t replication_factor,
+      const std::map<std::string, std::string>& configs) {
+    (void)replication_factor;
+    return CreateTopic(name, partitions, configs);
+  }
   virtual Status DeleteTopic(const std::string& name) = 0;
   virtual Status AddPartitions(const std::string& name, int32_t new_total) = 0;
   // The effective config: broker defaults with the topic's overrides applied.
@@ -62,6 +78,12 @@ class MetadataStore {
   using ConfigEdit = std::function<Status(std::map<std::string, std::string>* overrides)>;
   virtual Status AlterTopicConfig(const std::string& name, const ConfigEdit& edit,
                                   bool validate_only) = 0;
+
+  // The brokers clients may use (Metadata's brokers). Empty: this node alone, as on a single
+  // node; a cluster store lists the registered, unfenced brokers.
+  virtual std::vector<BrokerEndpoint> Brokers() { return {}; }
+  // The controller's node id (NodeId(-1) while there is none). nullopt: this node.
+  virtual std::optional<NodeId> Controller() { return std::nullopt; }
 
   // GetTopic, creating the topic with num.partitions when it is missing and both the broker
   // (auto.create.topics.enable) and the request allow it.

@@ -126,12 +126,13 @@ const std::string& Server::host() const { return impl_->host; }
 int Server::port() const { return impl_->port; }
 Broker& Server::broker() { return *impl_->broker; }
 
-Result<std::unique_ptr<Server>> Server::Start(const BrokerConfig& config) {
+Result<std::unique_ptr<Server>> Server::Start(const BrokerConfig& config,
+                                             std::unique_ptr<ClusterMode> cluster) {
   // sendfile(2) to a socket the peer has closed raises SIGPIPE; a broker must see EPIPE instead.
   signal(SIGPIPE, SIG_IGN);
   auto impl = std::make_unique<Impl>();
   impl->config = config;
-  SILT_ASSIGN_OR_RETURN(impl->broker, Broker::Open(config));
+  SILT_ASSIGN_OR_RETURN(impl->broker, Broker::Open(config, std::move(cluster)));
   impl->dispatcher = std::make_unique<Dispatcher>(&impl->broker->context());
   Impl* raw = impl.get();
   impl->env.dispatcher = impl->dispatcher.get();
@@ -171,6 +172,7 @@ Result<std::unique_ptr<Server>> Server::Start(const BrokerConfig& config) {
   }
   int adv_port = config.advertised_port >= 0 ? config.advertised_port : impl->port;
   impl->broker->SetAdvertised(adv_host, adv_port);
+  impl->broker->Serving();
 
   impl->work.emplace(asio::make_work_guard(impl->io));
   impl->Accept();

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "broker/cluster_mode.h"
 #include "broker/config.h"
 
 namespace silt::broker {
@@ -21,7 +22,9 @@ class Server {
  public:
   // Opens the data directory, binds the listener (port 0 picks a free port), starts the io
   // threads and logs "listening on HOST:PORT".
-  static Result<std::unique_ptr<Server>> Start(const BrokerConfig& config);
+  // With `cluster`, the broker runs in cluster mode (broker/cluster_mode.h).
+  static Result<std::unique_ptr<Server>> Start(const BrokerConfig& config,
+                                               std::unique_ptr<ClusterMode> cluster = nullptr);
   ~Server();  // Shutdown() if not done yet
 
   // The bound address.

@@ -83,6 +83,15 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
         BrokerImage{r->broker_id, r->incarnation_id, r->host, r->port, true};
     return Status::OK();
   }
+  if (auto* r = std::get_if<ClusterIdRecord>(&rec)) {
+    if (r->cluster_id.empty()) return Refuse(t, "empty cluster id");
+    if (!cluster_id_.empty() && cluster_id_ != r->cluster_id) {
+      return Refuse(t,
+                    "cluster id " + r->cluster_id + " differs from this cluster's " + cluster_id_);
+    }
+    cluster_id_ = r->cluster_id;
+    return Status::OK();
+  }
   if (auto* r = std::get_if<FenceBrokerRecord>(&rec)) {
     auto it = brokers_.find(r->broker_id.value());
     if (it == brokers_.end())
@@ -177,6 +186,7 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
 
 std::vector<MetadataRecord> MetadataImage::ToRecords() const {
   std::vector<MetadataRecord> out;
+  if (!cluster_id_.empty()) out.push_back(ClusterIdRecord{cluster_id_});
   for (const auto& [id, b] : brokers_) {
     out.push_back(RegisterBrokerRecord{b.id, b.incarnation_id, b.host, b.port});
     if (!b.fenced) out.push_back(UnfenceBrokerRecord{b.id});

@@ -55,6 +55,8 @@ class MetadataImage {
   // The configs set on a resource (name -> value); empty when none are.
   const std::map<std::string, std::string>& configs(ConfigResource type,
                                                     const std::string& name) const;
+  // The cluster id of the log's ClusterIdRecord; empty before it is applied.
+  const std::string& cluster_id() const { return cluster_id_; }
   // The first producer id no block has been given out from yet.
   ProducerId next_producer_id() const { return next_producer_id_; }
 
@@ -78,6 +80,7 @@ class MetadataImage {
   std::map<std::string, Uuid> topic_ids_;  // by name
   std::map<ConfigKey, std::map<std::string, std::string>> configs_;
   ProducerId next_producer_id_{0};
+  std::string cluster_id_;
 };
 
 // The result bytes of a metadata command (what ProposeResult::result carries):

@@ -80,6 +80,7 @@ struct BodyWriter {
     w.I32(r.broker_id.value());
     w.I64(r.next_producer_id.value());
   }
+  void operator()(const ClusterIdRecord& r) { PutString(w, r.cluster_id); }
 };
 
 // ---- reading: each getter returns false on short input ----
@@ -222,6 +223,12 @@ bool ReadBody(ByteReader& r, RecordType type, MetadataRecord* out) {
       *out = x;
       return true;
     }
+    case RecordType::kClusterId: {
+      ClusterIdRecord x;
+      if (!GetString(r, &x.cluster_id)) return false;
+      *out = std::move(x);
+      return true;
+    }
   }
   return false;
 }
@@ -237,6 +244,7 @@ bool KnownType(int16_t t) {
     case RecordType::kUnfenceBroker:
     case RecordType::kRemoveTopic:
     case RecordType::kProducerIds:
+    case RecordType::kClusterId:
       return true;
   }
   return false;
@@ -245,10 +253,11 @@ bool KnownType(int16_t t) {
 }  // namespace
 
 RecordType TypeOf(const MetadataRecord& r) {
-  static constexpr RecordType kTypes[] = {
-      RecordType::kRegisterBroker, RecordType::kTopic,           RecordType::kPartition,
-      RecordType::kConfig,         RecordType::kPartitionChange, RecordType::kFenceBroker,
-      RecordType::kUnfenceBroker,  RecordType::kRemoveTopic,     RecordType::kProducerIds};
+  static constexpr RecordType kTypes[] = {RecordType::kRegisterBroker,  RecordType::kTopic,
+                                          RecordType::kPartition,       RecordType::kConfig,
+                                          RecordType::kPartitionChange, RecordType::kFenceBroker,
+                                          RecordType::kUnfenceBroker,   RecordType::kRemoveTopic,
+                                          RecordType::kProducerIds,     RecordType::kClusterId};
   static_assert(std::size(kTypes) == std::variant_size_v<MetadataRecord>);
   return kTypes[r.index()];
 }
@@ -273,6 +282,8 @@ const char* RecordTypeName(RecordType t) {
       return "RemoveTopicRecord";
     case RecordType::kProducerIds:
       return "ProducerIdsRecord";
+    case RecordType::kClusterId:
+      return "ClusterIdRecord";
   }
   return "unknown record";
 }

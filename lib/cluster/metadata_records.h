@@ -28,6 +28,9 @@
 //   UnfenceBroker v0   (UnfenceBrokerRecord)   broker_id int32
 //   RemoveTopic v0     (RemoveTopicRecord)     topic_id uuid
 //   ProducerIds v0     (ProducerIdsRecord)     broker_id int32, next_producer_id int64
+//   ClusterId v0       (silt's ClusterIdRecord) cluster_id string   (type 1000, no Kafka
+//                                              counterpart: the first record of every cluster's
+//                                              log; a different id later is refused)
 //
 //   Command => count int32, [length int32, Record]   (one Raft entry; applied all or nothing)
 #pragma once
@@ -55,6 +58,7 @@ enum class RecordType : int16_t {
   kUnfenceBroker = 8,
   kRemoveTopic = 9,
   kProducerIds = 15,
+  kClusterId = 1000,  // silt's own
 };
 
 inline constexpr int8_t kRecordFrameVersion = 1;
@@ -118,9 +122,15 @@ struct ProducerIdsRecord {
   bool operator==(const ProducerIdsRecord&) const = default;
 };
 
-using MetadataRecord = std::variant<RegisterBrokerRecord, TopicRecord, PartitionRecord,
-                                    ConfigRecord, PartitionChangeRecord, FenceBrokerRecord,
-                                    UnfenceBrokerRecord, RemoveTopicRecord, ProducerIdsRecord>;
+struct ClusterIdRecord {
+  std::string cluster_id;  // cluster.id, as every node's meta.properties records it
+  bool operator==(const ClusterIdRecord&) const = default;
+};
+
+using MetadataRecord =
+    std::variant<RegisterBrokerRecord, TopicRecord, PartitionRecord, ConfigRecord,
+                 PartitionChangeRecord, FenceBrokerRecord, UnfenceBrokerRecord, RemoveTopicRecord,
+                 ProducerIdsRecord, ClusterIdRecord>;
 
 RecordType TypeOf(const MetadataRecord& r);
 const char* RecordTypeName(RecordType t);

@@ -183,6 +183,7 @@ ErrorCode ErrorCodeFromStatus(const Status& s, TooLargeSubject too_large) {
       return too_large == TooLargeSubject::kRecordSet ? ErrorCode::RECORD_LIST_TOO_LARGE
                                                       : ErrorCode::MESSAGE_TOO_LARGE;
     case C::kInternal: return ErrorCode::UNKNOWN_SERVER_ERROR;
+    case C::kNotLeader: return ErrorCode::NOT_LEADER_OR_FOLLOWER;
   }
   return ErrorCode::UNKNOWN_SERVER_ERROR;
 }

@@ -239,3 +239,17 @@ TEST_CASE("three quorum nodes apply metadata commands into equal images") {
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }
+
+TEST_CASE("the cluster id is set once, kept by snapshots, and a different one is refused") {
+  MetadataImage img = Build({ClusterIdRecord{"alpha"}});
+  CHECK(img.cluster_id() == "alpha");
+  CHECK(MetadataImage().Apply({ClusterIdRecord{""}}).status().code() == Status::Code::kInvalidArgument);
+  auto same = img.Apply({ClusterIdRecord{"alpha"}});
+  REQUIRE(same.ok());
+  CHECK(same->cluster_id() == "alpha");
+  auto other = img.Apply({ClusterIdRecord{"beta"}, TopicRecord{"orders", kOrders}});
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.status().message().find("beta") != std::string::npos);
+  MetadataImage rebuilt = Build(img.ToRecords());
+  CHECK(rebuilt.cluster_id() == "alpha");
+}

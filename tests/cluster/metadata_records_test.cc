@@ -34,6 +34,7 @@ std::vector<MetadataRecord> OneOfEach() {
       UnfenceBrokerRecord{NodeId(1)},
       RemoveTopicRecord{topic},
       ProducerIdsRecord{NodeId(2), ProducerId(1000)},
+      ClusterIdRecord{"q8ZkLmNoPqRsTuVwXyZa0w"},
   };
 }
 

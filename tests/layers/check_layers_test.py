@@ -70,8 +70,12 @@ expect("the handlers rule follows lib/ headers: storage through broker/request.h
 expect("the handlers rule leaves other broker files alone",
        {"broker/broker.cc": '#include "storage/partition_log.h"\n'}, 0,
        extra=["--forbid", "broker/handlers_*.cc=storage/"])
-expect("cluster may not include broker headers",
-       {"cluster/c.cc": '#include "broker/metadata_store.h"\n'}, 1, "layer cluster may include only")
+expect("cluster may not include client headers",
+       {"cluster/c.cc": '#include "client/admin.h"\n'}, 1, "layer cluster may include only")
+expect("cluster may include broker headers",
+       {"cluster/c.cc": '#include "broker/metadata_store.h"\n'}, 0)
+expect("broker may not include cluster headers",
+       {"broker/b.cc": '#include "cluster/voters.h"\n'}, 1, "layer broker may include only")
 expect("libraft and libuv stay out of cluster headers",
        {"cluster/metadata_quorum.h": "#pragma once\n#include <raft.h>\n"}, 1,
        "raft.h may be included only")

@@ -1,0 +1,764 @@
+// ClusterNode: the quorum, the image as metadata store, forwarding, registration.
+#include "cluster/cluster_node.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <algorithm>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "base/random.h"
+#include "base/topic_name.h"
+#include "broker/local_metadata_store.h"
+#include "broker/logging.h"
+#include "cluster/controller_channel.h"
+#include "cluster/metadata_image.h"
+#include "cluster/node_directory.h"
+#include "cluster/placement.h"
+#include "cluster/raft_quorum.h"
+#include "protocol/consumer_offsets.h"
+
+namespace silt::cluster {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using broker::LogInfo;
+using broker::LogWarn;
+
+bool IsLocalOnly(const std::string& topic) { return topic == protocol::kConsumerOffsetsTopic; }
+
+broker::TopicMetadata Describe(const MetadataImage& img, const TopicImage& t) {
+  broker::TopicMetadata out;
+  out.name = t.name;
+  out.topic_id = t.id.ToString();
+  out.partition_count = static_cast<int32_t>(t.partitions.size());
+  out.configs = img.configs(ConfigResource::kTopic, t.name);
+  for (const auto& [p, part] : t.partitions) {
+    out.partitions.push_back(broker::PartitionAssignment{
+        PartitionId(p), part.leader, part.leader_epoch, part.replicas, part.isr});
+  }
+  return out;
+}
+
+Status CheckConfigs(const storage::LogConfig& defaults,
+                    const std::map<std::string, std::string>& configs) {
+  for (const auto& [k, v] : configs) {
+    if (!storage::LogConfig::IsKnownKey(k)) {
+      return Status::InvalidArgument("Unknown topic config name: " + k);
+    }
+  }
+  storage::LogConfig probe = defaults;
+  return probe.Apply(configs);
+}
+
+}  // namespace
+
+// The broker's metadata store and log provider over the image.
+class ImageStore final : public broker::MetadataStore, public broker::LogProvider {
+ public:
+  explicit ImageStore(ClusterNode::Impl* node) : node_(node) {}
+
+  std::vector<broker::TopicMetadata> ListTopics() override;
+  Result<broker::TopicMetadata> GetTopic(const std::string& name) override;
+  Result<broker::TopicMetadata> CreateTopic(
+      const std::string& name, int32_t partitions,
+      const std::map<std::string, std::string>& configs) override {
+    return CreateTopicWithReplicas(name, partitions, 1, configs);
+  }
+  Result<broker::TopicMetadata> CreateTopicWithReplicas(
+      const std::string& name, int32_t partitions, int32_t replication_factor,
+      const std::map<std::string, std::string>& configs) override;
+  Status DeleteTopic(const std::string& name) override;
+  Status AddPartitions(const std::string& name, int32_t new_total) override;
+  Result<storage::LogConfig> TopicConfig(const std::string& name) override;
+  Status AlterTopicConfig(const std::string& name, const ConfigEdit& edit,
+                          bool validate_only) override;
+  std::vector<broker::BrokerEndpoint> Brokers() override;
+  std::optional<NodeId> Controller() override;
+  Result<std::shared_ptr<storage::PartitionLog>> OpenLog(const std::string& topic,
+                                                         PartitionId partition) override;
+
+  void NotifyDelete(const std::string& topic) {
+    if (on_delete_) on_delete_(topic);
+  }
+
+ protected:
+  bool auto_create_topics() const override;
+
+ private:
+  ClusterNode::Impl* node_;
+  std::mutex local_mu_;  // creating a led topic's local directory
+};
+
+// Producer ids in blocks from the metadata log.
+class BlockProducerIds final : public broker::ProducerIdAllocator {
+ public:
+  static constexpr int64_t kBlock = 1000;
+  explicit BlockProducerIds(ClusterNode::Impl* node) : node_(node) {}
+  Result<ProducerId> Allocate() override;
+
+ private:
+  ClusterNode::Impl* node_;
+  std::mutex mu_;
+  int64_t next_ = 0;
+  int64_t limit_ = 0;
+};
+
+struct ClusterNode::Impl {
+  ClusterNodeOptions options;
+  MetadataStateMachine sm;
+  std::unique_ptr<RaftQuorum> quorum;
+  broker::LocalMetadataStore* local = nullptr;
+  const broker::NodeIdentity* node = nullptr;
+  ImageStore store{this};
+  BlockProducerIds producer_ids{this};
+  const Uuid incarnation = RandomUuid();
+  const RequestId register_id = RandomUuid();
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  bool serving = false;
+  bool stopped = false;
+  int peer_threads = 0;
+  std::set<int> peer_fds;
+  std::thread member;
+  std::atomic<bool> fatal_sent{false};
+  // The controller's side of liveness: when each broker was last heard from (under mu), and
+  // the term in which these times were started (a new controller gives everyone a full
+  // session from its election).
+  std::map<int32_t, Clock::time_point> last_heard;
+  uint64_t liveness_term = 0;
+  // The member thread's own: when the next heartbeat is due, and the partitions this node led
+  // in the image last reconciled.
+  Clock::time_point next_heartbeat;
+  std::set<std::pair<std::string, int32_t>> led;
+
+  std::shared_ptr<const MetadataImage> image() const { return sm.image(); }
+  bool Stopping() {
+    std::lock_guard<std::mutex> lock(mu);
+    return stopping;
+  }
+
+  ProposeResult LocalPropose(const RequestId& id, std::string command, int timeout_ms);
+  Result<RaftIndex> Propose(const RequestId& id, const std::vector<MetadataRecord>& records,
+                            int timeout_ms);
+  Result<RaftIndex> Propose(const std::vector<MetadataRecord>& records) {
+    return Propose(RandomUuid(), records, options.proposal_timeout_ms);
+  }
+  void Fatal(const Status& s);
+  void MemberLoop();
+  void SendHeartbeat();
+  void CheckLiveness();
+  void Reconcile();
+  void OnPeer(NodeId sender, int fd);
+  void ServePeer(NodeId sender, int fd);
+};
+
+// ---- proposals --------------------------------------------------------------------------
+
+ProposeResult ClusterNode::Impl::LocalPropose(const RequestId& id, std::string command,
+                                              int timeout_ms) {
+  auto promise = std::make_shared<std::promise<ProposeResult>>();
+  auto future = promise->get_future();
+  quorum->Propose(id, std::move(command),
+                  [promise](ProposeResult r) { promise->set_value(std::move(r)); });
+  if (future.wait_for(std::chrono::milliseconds(timeout_ms)) != std::future_status::ready) {
+    ProposeResult r;
+    r.outcome = ProposeOutcome::kOutcomeUnknown;
+    r.message = "not committed within " + std::to_string(timeout_ms) + " ms";
+    return r;
+  }
+  return future.get();
+}
+
+Result<RaftIndex> ClusterNode::Impl::Propose(const RequestId& id,
+                                             const std::vector<MetadataRecord>& records,
+                                             int timeout_ms) {
+  const std::string command = EncodeCommand(records);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string last = "no controller is known yet";
+  auto remaining = [&] {
+    return static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+  };
+  while (remaining() > 0) {
+    if (Stopping()) return Status::Busy("the node is shutting down");
+    std::optional<NodeId> leader = quorum->leader();
+    ProposeResult r;
+    if (!leader) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    int attempt_ms = std::min(remaining(), 3000);
+    if (*leader == options.node_id) {
+      r = LocalPropose(id, command, attempt_ms);
+    } else {
+      std::optional<Voter> to = FindVoter(options.voters, *leader);
+      if (!to) return Status::Internal("the leader is not in the voter list");
+      auto fr = ForwardPropose(*to, options.node_id, ForwardRequest{id, command}, attempt_ms);
+      if (!fr.ok()) {
+        last = fr.status().ToString();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
+      r = std::move(fr).value();
+    }
+    switch (r.outcome) {
+      case ProposeOutcome::kApplied: {
+        SILT_TRY(DecodeApplyResult(r.result));
+        // Applied on the controller; wait for this node's image to include it.
+        while (quorum->applied_index() < r.index) {
+          if (remaining() <= 0 || Stopping()) {
+            return Status::Busy("committed, but this node has not applied it yet");
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        return r.index;
+      }
+      case ProposeOutcome::kRejected:
+        return Status::InvalidArgument("the controller refused the change: " + r.message);
+      case ProposeOutcome::kNotLeader:
+      case ProposeOutcome::kOutcomeUnknown:
+      case ProposeOutcome::kShutdown:
+        last = std::string(ProposeOutcomeName(r.outcome)) +
+               (r.message.empty() ? "" : ": " + r.message);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+    }
+  }
+  return Status::Busy("the metadata change was not committed within " + std::to_string(timeout_ms) +
+                      " ms (" + last + ")");
+}
+
+void ClusterNode::Impl::Fatal(const Status& s) {
+  if (fatal_sent.exchange(true)) return;
+  broker::LogError(s.message());
+  if (options.on_fatal) options.on_fatal(s);
+}
+
+// ---- the controller's side of forwarding ------------------------------------------------
+
+void ClusterNode::Impl::OnPeer(NodeId sender, int fd) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (stopping) {
+    ::close(fd);
+    return;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  peer_fds.insert(fd);
+  ++peer_threads;
+  broker::LogDebug("peer connection from node " + std::to_string(sender.value()));
+  std::thread([this, sender, fd] { ServePeer(sender, fd); }).detach();
+}
+
+void ClusterNode::Impl::ServePeer(NodeId sender, int fd) {
+  for (;;) {
+    auto body = ReadFrame(fd);
+    if (!body.ok()) break;
+    auto req = DecodeForwardRequest(*body);
+    if (!req.ok()) {
+      LogWarn("peer request: " + req.status().ToString());
+      break;
+    }
+    ProposeResult r;
+    if (req->kind == ForwardKind::kHeartbeat) {
+      if (quorum->IsReadyLeader()) {
+        r.outcome = ProposeOutcome::kApplied;
+        std::lock_guard<std::mutex> lock(mu);
+        last_heard[sender.value()] = Clock::now();
+      } else {
+        r.outcome = ProposeOutcome::kNotLeader;
+        r.leader_hint = quorum->leader();
+      }
+    } else {
+      r = LocalPropose(req->id, std::move(req->command), options.proposal_timeout_ms);
+    }
+    if (!WriteAll(fd, EncodeForwardResponse(r)).ok()) break;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  peer_fds.erase(fd);
+  ::close(fd);
+  --peer_threads;
+  cv.notify_all();
+}
+
+// ---- registration and upkeep ------------------------------------------------------------
+
+void ClusterNode::Impl::MemberLoop() {
+  bool registered = false;
+  std::shared_ptr<const MetadataImage> seen;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait_for(lock, std::chrono::milliseconds(100), [this] { return stopping; });
+      if (stopping) return;
+      if (!serving) continue;
+    }
+    auto img = image();
+    if (!img->cluster_id().empty() && img->cluster_id() != options.cluster_id) {
+      Fatal(Status::InvalidArgument("this node's cluster id " + options.cluster_id +
+                                    " differs from the cluster's " + img->cluster_id() +
+                                    " (in its metadata log)"));
+      return;
+    }
+    if (!registered) {
+      std::vector<MetadataRecord> records{
+          ClusterIdRecord{options.cluster_id},
+          RegisterBrokerRecord{options.node_id, incarnation, node->advertised_host,
+                               node->advertised_port},
+          UnfenceBrokerRecord{options.node_id}};
+      auto r = Propose(register_id, records, 2000);
+      if (r.ok()) {
+        registered = true;
+        LogInfo("registered as broker " + std::to_string(options.node_id.value()) + " at " +
+                node->advertised_host + ":" + std::to_string(node->advertised_port));
+      } else if (r.status().code() == Status::Code::kInvalidArgument) {
+        Fatal(Status::InvalidArgument("the controller refused this node's registration: " +
+                                      r.status().message()));
+        return;
+      }
+    }
+    if (registered) {
+      SendHeartbeat();
+      CheckLiveness();
+    }
+    // Only once registered: the registration's entry was applied here, so the image holds
+    // every change committed before it, and a local topic missing from it was deleted (before
+    // that, a restarted node's image may still lack topics it has logs of).
+    if (registered && img != seen) {
+      seen = img;
+      Reconcile();
+    }
+  }
+}
+
+void ClusterNode::Impl::SendHeartbeat() {
+  auto now = Clock::now();
+  if (now < next_heartbeat) return;
+  next_heartbeat = now + std::chrono::milliseconds(options.config.broker_heartbeat_interval_ms);
+  std::optional<NodeId> leader = quorum->leader();
+  if (!leader || *leader == options.node_id) return;
+  std::optional<Voter> to = FindVoter(options.voters, *leader);
+  if (!to) return;
+  auto r = ForwardPropose(*to, options.node_id, ForwardRequest{Uuid(), "", ForwardKind::kHeartbeat},
+                          std::max(100, options.config.broker_heartbeat_interval_ms * 2));
+  if (!r.ok()) broker::LogDebug("heartbeat to node " + std::to_string(leader->value()) + ": " +
+                                r.status().ToString());
+}
+
+// On the ready controller: fence brokers silent for a session (their partitions lose them as
+// leader: the first other in-sync replica that is unfenced takes over, else none), and give
+// leaderless partitions back to an unfenced in-sync replica (a fenced broker heard from again
+// is unfenced first).
+void ClusterNode::Impl::CheckLiveness() {
+  if (!quorum->IsReadyLeader()) return;
+  const auto now = Clock::now();
+  const auto session = std::chrono::milliseconds(options.config.broker_session_timeout_ms);
+  auto img = image();
+  std::set<int32_t> dead, back;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    uint64_t term = quorum->term().value();
+    if (term != liveness_term) {
+      liveness_term = term;
+      last_heard.clear();
+    }
+    last_heard[options.node_id.value()] = now;
+    for (const auto& [id, b] : img->brokers()) {
+      auto it = last_heard.try_emplace(id, now).first;
+      bool alive = now - it->second <= session;
+      if (!alive && !b.fenced) dead.insert(id);
+      if (alive && b.fenced) back.insert(id);
+    }
+  }
+  std::vector<MetadataRecord> records;
+  for (int32_t id : dead) records.push_back(FenceBrokerRecord{NodeId(id)});
+  for (int32_t id : back) records.push_back(UnfenceBrokerRecord{NodeId(id)});
+  auto usable = [&](NodeId n) {
+    if (dead.count(n.value())) return false;
+    auto it = img->brokers().find(n.value());
+    return it != img->brokers().end() && (!it->second.fenced || back.count(n.value()));
+  };
+  std::vector<std::string> moved;
+  for (const auto& [tid, t] : img->topics()) {
+    for (const auto& [p, part] : t.partitions) {
+      bool needs = part.leader.value() == kNoLeader || dead.count(part.leader.value());
+      if (!needs) continue;
+      NodeId next(kNoLeader);
+      for (NodeId r : part.replicas) {
+        bool in_isr = std::find(part.isr.begin(), part.isr.end(), r) != part.isr.end();
+        if (in_isr && usable(r)) {
+          next = r;
+          break;
+        }
+      }
+      if (next == part.leader) continue;
+      records.push_back(PartitionChangeRecord{PartitionId(p), t.id, std::nullopt, next,
+                                              std::nullopt});
+      moved.push_back(t.name + "-" + std::to_string(p) + "->" + std::to_string(next.value()));
+    }
+  }
+  if (records.empty()) return;
+  auto r = Propose(records);
+  if (!r.ok()) {
+    LogWarn("fencing/unfencing brokers: " + r.status().ToString());
+    return;
+  }
+  std::string text;
+  for (int32_t id : dead) text += " fenced " + std::to_string(id) + ";";
+  for (int32_t id : back) text += " unfenced " + std::to_string(id) + ";";
+  for (const auto& m : moved) text += " " + m;
+  LogInfo("controller:" + text);
+}
+
+void ClusterNode::Impl::Reconcile() {
+  // The local topics first, then the image: an image is never older than the local topics
+  // made from it, so a local topic missing from it was deleted.
+  std::vector<broker::TopicMetadata> locals = local->ListTopics();
+  auto img = image();
+  // Partitions this node no longer leads are let go of, so that the next request for them
+  // asks the image again (NOT_LEADER_OR_FOLLOWER) instead of reaching an open log.
+  std::set<std::pair<std::string, int32_t>> now_led;
+  for (const auto& [tid, t] : img->topics()) {
+    for (const auto& [p, part] : t.partitions) {
+      if (part.leader == options.node_id) now_led.insert({t.name, p});
+    }
+  }
+  std::set<std::string> lost;
+  for (const auto& k : led) {
+    if (!now_led.count(k)) lost.insert(k.first);
+  }
+  led = std::move(now_led);
+  for (const std::string& topic : lost) {
+    LogInfo("no longer leading some partitions of " + topic + "; closing them here");
+    store.NotifyDelete(topic);
+  }
+  for (const broker::TopicMetadata& t : locals) {
+    if (IsLocalOnly(t.name)) continue;
+    const TopicImage* ti = img->FindTopic(t.name);
+    if (ti == nullptr || ti->id.ToString() != t.topic_id) {
+      Status s = local->DeleteTopic(t.name);
+      if (!s.ok())
+        LogWarn("removing the local logs of deleted topic " + t.name + ": " + s.ToString());
+      continue;
+    }
+    const auto& want = img->configs(ConfigResource::kTopic, t.name);
+    if (want != t.configs) {
+      Status s = local->AlterTopicConfig(
+          t.name,
+          [&want](std::map<std::string, std::string>* o) {
+            *o = want;
+            return Status::OK();
+          },
+          false);
+      if (!s.ok()) LogWarn("topic " + t.name + ": applying its configs: " + s.ToString());
+    }
+    int32_t count = static_cast<int32_t>(ti->partitions.size());
+    if (count > t.partition_count) {
+      Status s = local->AddPartitions(t.name, count);
+      if (!s.ok()) LogWarn("topic " + t.name + ": adding partitions: " + s.ToString());
+    }
+  }
+}
+
+// ---- the image as metadata store --------------------------------------------------------
+
+bool ImageStore::auto_create_topics() const { return node_->options.config.auto_create_topics; }
+
+std::vector<broker::TopicMetadata> ImageStore::ListTopics() {
+  auto img = node_->image();
+  std::map<std::string, broker::TopicMetadata> by_name;
+  for (const auto& [id, t] : img->topics()) by_name[t.name] = Describe(*img, t);
+  std::vector<broker::TopicMetadata> out;
+  for (auto& [name, t] : by_name) out.push_back(std::move(t));
+  return out;
+}
+
+Result<broker::TopicMetadata> ImageStore::GetTopic(const std::string& name) {
+  if (IsLocalOnly(name)) return node_->local->GetTopic(name);
+  auto img = node_->image();
+  const TopicImage* t = img->FindTopic(name);
+  if (t == nullptr) return Status::NotFound("topic '" + name + "' does not exist");
+  return Describe(*img, *t);
+}
+
+// Replicas beyond the leader are assigned but not yet copied to: the ISR is the leader alone.
+Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
+    const std::string& name, int32_t partitions, int32_t replication_factor,
+    const std::map<std::string, std::string>& configs) {
+  if (IsLocalOnly(name)) return node_->local->CreateTopic(name, partitions, configs);
+  SILT_TRY(ValidateTopicName(name));
+  if (partitions == -1) partitions = node_->options.config.num_partitions;
+  if (partitions <= 0) return Status::InvalidArgument("number of partitions must be at least 1");
+  SILT_TRY(CheckConfigs(node_->options.config.log_defaults, configs));
+  auto img = node_->image();
+  if (img->FindTopic(name) != nullptr) {
+    return Status::AlreadyExists("topic '" + name + "' already exists");
+  }
+  SILT_ASSIGN_OR_RETURN(auto placement, PlaceReplicas(*img, partitions, replication_factor));
+  const Uuid id = NewTopicId();
+  std::vector<MetadataRecord> records{TopicRecord{name, id}};
+  for (int32_t p = 0; p < partitions; ++p) {
+    const auto& replicas = placement[p];
+    records.push_back(PartitionRecord{
+        PartitionId(p), id, replicas, {replicas[0]}, replicas[0], LeaderEpoch(0), 0});
+  }
+  for (const auto& [k, v] : configs) {
+    records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, v});
+  }
+  auto r = node_->Propose(records);
+  if (!r.ok()) {
+    if (r.status().message().find("' exists") != std::string::npos) {
+      return Status::AlreadyExists("topic '" + name + "' already exists");
+    }
+    return r.status();
+  }
+  return GetTopic(name);
+}
+
+Status ImageStore::DeleteTopic(const std::string& name) {
+  if (IsLocalOnly(name)) return node_->local->DeleteTopic(name);
+  auto img = node_->image();
+  const TopicImage* t = img->FindTopic(name);
+  if (t == nullptr) return Status::NotFound("topic '" + name + "' does not exist");
+  SILT_TRY(node_->Propose({RemoveTopicRecord{t->id}}).status());
+  LogInfo("deleted topic " + name + " from the cluster metadata");
+  // This node's logs go now; the other nodes' when they see the image without it.
+  NotifyDelete(name);
+  if (node_->local->GetTopic(name).ok()) {
+    Status s = node_->local->DeleteTopic(name);
+    if (!s.ok()) LogWarn("removing the local logs of " + name + ": " + s.ToString());
+  }
+  return Status::OK();
+}
+
+Status ImageStore::AddPartitions(const std::string& name, int32_t new_total) {
+  if (IsLocalOnly(name)) return node_->local->AddPartitions(name, new_total);
+  auto img = node_->image();
+  const TopicImage* t = img->FindTopic(name);
+  if (t == nullptr) return Status::NotFound("topic '" + name + "' does not exist");
+  int32_t have = static_cast<int32_t>(t->partitions.size());
+  if (new_total <= have) {
+    return Status::InvalidArgument("topic " + name + " has " + std::to_string(have) +
+                                   " partitions; the new total must be larger");
+  }
+  // New partitions get as many replicas as the topic's first partition has.
+  int32_t factor = t->partitions.empty()
+                       ? 1
+                       : static_cast<int32_t>(t->partitions.begin()->second.replicas.size());
+  SILT_ASSIGN_OR_RETURN(auto placement, PlaceReplicas(*img, new_total - have, factor));
+  std::vector<MetadataRecord> records;
+  for (int32_t p = have; p < new_total; ++p) {
+    const auto& replicas = placement[p - have];
+    records.push_back(PartitionRecord{
+        PartitionId(p), t->id, replicas, {replicas[0]}, replicas[0], LeaderEpoch(0), 0});
+  }
+  SILT_TRY(node_->Propose(records).status());
+  LogInfo("topic " + name + " now has " + std::to_string(new_total) +
+          " partition(s) in the "
+          "cluster metadata");
+  return Status::OK();
+}
+
+Result<storage::LogConfig> ImageStore::TopicConfig(const std::string& name) {
+  if (IsLocalOnly(name)) return node_->local->TopicConfig(name);
+  auto img = node_->image();
+  if (img->FindTopic(name) == nullptr)
+    return Status::NotFound("topic '" + name + "' does not exist");
+  storage::LogConfig c = node_->options.config.log_defaults;
+  SILT_TRY(c.Apply(img->configs(ConfigResource::kTopic, name)));
+  return c;
+}
+
+Status ImageStore::AlterTopicConfig(const std::string& name, const ConfigEdit& edit,
+                                    bool validate_only) {
+  if (IsLocalOnly(name)) return node_->local->AlterTopicConfig(name, edit, validate_only);
+  auto img = node_->image();
+  if (img->FindTopic(name) == nullptr)
+    return Status::NotFound("topic '" + name + "' does not exist");
+  const std::map<std::string, std::string> current = img->configs(ConfigResource::kTopic, name);
+  std::map<std::string, std::string> next = current;
+  SILT_TRY(edit(&next));
+  SILT_TRY(CheckConfigs(node_->options.config.log_defaults, next));
+  if (validate_only || next == current) return Status::OK();
+  std::vector<MetadataRecord> records;
+  for (const auto& [k, v] : next) {
+    auto it = current.find(k);
+    if (it == current.end() || it->second != v) {
+      records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, v});
+    }
+  }
+  for (const auto& [k, v] : current) {
+    if (!next.count(k))
+      records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, std::nullopt});
+  }
+  SILT_TRY(node_->Propose(records).status());
+  // This node's open logs take it now; the others' when they see the image.
+  if (node_->local->GetTopic(name).ok()) {
+    return node_->local->AlterTopicConfig(
+        name,
+        [&next](std::map<std::string, std::string>* o) {
+          *o = next;
+          return Status::OK();
+        },
+        false);
+  }
+  return Status::OK();
+}
+
+std::vector<broker::BrokerEndpoint> ImageStore::Brokers() {
+  std::vector<broker::BrokerEndpoint> out;
+  for (const auto& [id, b] : node_->image()->brokers()) {
+    if (!b.fenced) out.push_back(broker::BrokerEndpoint{b.id, b.host, b.port});
+  }
+  return out;
+}
+
+std::optional<NodeId> ImageStore::Controller() {
+  return node_->quorum ? node_->quorum->leader().value_or(NodeId(-1)) : NodeId(-1);
+}
+
+Result<std::shared_ptr<storage::PartitionLog>> ImageStore::OpenLog(const std::string& topic,
+                                                                   PartitionId partition) {
+  if (IsLocalOnly(topic)) return node_->local->OpenLog(topic, partition);
+  auto img = node_->image();
+  const TopicImage* t = img->FindTopic(topic);
+  if (t == nullptr) return Status::NotFound("topic '" + topic + "' does not exist");
+  auto it = t->partitions.find(partition.value());
+  if (it == t->partitions.end()) {
+    return Status::NotFound(topic + "-" + std::to_string(partition.value()) +
+                            ": no such partition");
+  }
+  if (it->second.leader != node_->options.node_id) {
+    return Status::NotLeader(topic + "-" + std::to_string(partition.value()) + " is led by node " +
+                             std::to_string(it->second.leader.value()));
+  }
+  {
+    // The data dir keeps the topic under the image's id, with every partition the image has.
+    std::lock_guard<std::mutex> lock(local_mu_);
+    int32_t count = static_cast<int32_t>(t->partitions.size());
+    auto have = node_->local->GetTopic(topic);
+    if (!have.ok()) {
+      if (!have.status().IsNotFound()) return have.status();
+      SILT_TRY(
+          node_->local
+              ->CreateTopicWithId(topic, t->id, count, img->configs(ConfigResource::kTopic, topic))
+              .status());
+    } else if (have->topic_id != t->id.ToString()) {
+      return Status::NotLeader(topic +
+                               ": the local logs are of an older topic of that name "
+                               "(being removed)");
+    } else if (have->partition_count < count) {
+      SILT_TRY(node_->local->AddPartitions(topic, count));
+    }
+  }
+  return node_->local->OpenLog(topic, partition);
+}
+
+Result<ProducerId> BlockProducerIds::Allocate() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Every block ends at a multiple of kBlock above the last one: a proposal made from a stale
+  // image does not advance the next id, is refused, and is retried from a newer image.
+  for (int attempt = 0; next_ >= limit_; ++attempt) {
+    int64_t base = node_->image()->next_producer_id().value();
+    int64_t end = (base / kBlock + 1) * kBlock;
+    auto r = node_->Propose({ProducerIdsRecord{node_->options.node_id, ProducerId(end)}});
+    if (r.ok()) {
+      next_ = end - kBlock;
+      limit_ = end;
+      break;
+    }
+    if (r.status().code() != Status::Code::kInvalidArgument || attempt >= 10) return r.status();
+  }
+  return ProducerId(next_++);
+}
+
+// ---- ClusterNode ------------------------------------------------------------------------
+
+ClusterNode::ClusterNode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ClusterNode::~ClusterNode() { Stop(); }
+
+Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(ClusterNodeOptions options) {
+  if (!FindVoter(options.voters, options.node_id)) {
+    return Status::InvalidArgument("node id " + std::to_string(options.node_id.value()) +
+                                   " is not in the voter list " + FormatVoters(options.voters));
+  }
+  SILT_ASSIGN_OR_RETURN(
+      options.cluster_id,
+      CheckNodeDirectory(options.config.data_dir, options.node_id, options.cluster_id));
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  return std::unique_ptr<ClusterNode>(new ClusterNode(std::move(impl)));
+}
+
+Status ClusterNode::Start(broker::LocalMetadataStore* local, const broker::NodeIdentity* node) {
+  Impl& s = *impl_;
+  s.local = local;
+  s.node = node;
+  RaftQuorumOptions q;
+  q.node_id = s.options.node_id;
+  q.voters = s.options.voters;
+  q.raft_dir = RaftDirectory(s.options.config.data_dir);
+  q.state_machine = &s.sm;
+  q.election_timeout_ms = s.options.election_timeout_ms;
+  q.heartbeat_timeout_ms = s.options.heartbeat_timeout_ms;
+  Impl* raw = &s;
+  q.on_leadership = [raw](LeadershipChange c) {
+    if (c.ready) {
+      LogInfo("this node is the controller (term " + std::to_string(c.term.value()) + ")");
+    } else {
+      LogInfo("this node is no longer the controller");
+    }
+  };
+  q.on_peer_connection = [raw](NodeId sender, int fd) { raw->OnPeer(sender, fd); };
+  auto started = RaftQuorum::Start(std::move(q));
+  if (!started.ok()) return started.status().WithContext("starting the metadata quorum");
+  s.quorum = std::move(started).value();
+  SILT_TRY(MarkVoter(s.options.config.data_dir, s.options.node_id, s.options.cluster_id));
+  s.member = std::thread([raw] { raw->MemberLoop(); });
+  LogInfo("cluster node " + std::to_string(s.options.node_id.value()) + " of " +
+          std::to_string(s.options.voters.size()) + " (voters " + FormatVoters(s.options.voters) +
+          ", cluster " + s.options.cluster_id + ")");
+  return Status::OK();
+}
+
+broker::MetadataStore& ClusterNode::metadata() { return impl_->store; }
+const std::string& ClusterNode::cluster_id() const { return impl_->options.cluster_id; }
+broker::LogProvider& ClusterNode::logs() { return impl_->store; }
+broker::ProducerIdAllocator* ClusterNode::producer_ids() { return &impl_->producer_ids; }
+
+void ClusterNode::Serving() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->serving = true;
+  impl_->cv.notify_all();
+}
+
+void ClusterNode::Stop() {
+  Impl& s = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.stopped) return;
+    s.stopped = true;
+    s.stopping = true;
+    s.cv.notify_all();
+  }
+  if (s.member.joinable()) s.member.join();
+  // Pending proposals complete (their waiters return); the loop thread is joined, so no new
+  // peer connection arrives after this.
+  if (s.quorum) s.quorum->Stop();
+  std::unique_lock<std::mutex> lock(s.mu);
+  for (int fd : s.peer_fds) ::shutdown(fd, SHUT_RDWR);
+  s.cv.wait(lock, [&s] { return s.peer_threads == 0; });
+}
+
+}  // namespace silt::cluster

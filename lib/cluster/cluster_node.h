@@ -1,0 +1,85 @@
+// ClusterNode: `silt serve` in cluster mode. It runs the node's voter of the metadata quorum
+// (RaftQuorum over the data dir's silt-metadata-raft/), serves the broker's metadata from the
+// quorum's image, forwards metadata changes to the controller, and registers the node.
+//
+// - Metadata (broker::MetadataStore): topics, partitions, leaders, epochs and configs come from
+//   the current MetadataImage. CreateTopic/DeleteTopic/AddPartitions/AlterTopicConfig build
+//   metadata records (placement.h for new partitions) and propose them: on the controller
+//   directly, elsewhere through a ForwardRequest to the controller's peer address
+//   (controller_channel.h); they return once the change has been applied to this node's image.
+// - Logs (broker::LogProvider): only partitions this node leads are opened, in the data dir
+//   (created there with the image's topic id on first use); any other partition of a known topic
+//   is Status::NotLeader (NOT_LEADER_OR_FOLLOWER on the wire). __consumer_offsets stays local to
+//   each node for now.
+// - Registration: once serving, the node proposes [ClusterIdRecord, RegisterBrokerRecord,
+//   UnfenceBrokerRecord] as one command (retried until applied). The first command of a new
+//   cluster's log so carries its cluster id, and a node with another cluster id is refused; so is
+//   a node whose image shows another cluster id. Either is fatal: on_fatal is called once.
+// - Producer ids: blocks of 1000 from the controller (a ProducerIdsRecord advancing the image's
+//   next id by one block; the block is the 1000 ids below it), so they are unique cluster-wide.
+// - Liveness: every broker.heartbeat.interval.ms a node sends a heartbeat to the controller;
+//   the ready controller fences a broker silent for broker.session.timeout.ms (FenceBroker, and
+//   a PartitionChange of each partition it led to the first other unfenced in-sync replica, or
+//   to no leader) and unfences it when it is heard from again, giving its leaderless
+//   partitions back.
+// - Once registered (so caught up with the log), a background thread deletes the local logs of
+//   topics the image no longer has and keeps the local topics' configs and partition counts in
+//   line with the image.
+//
+// Threads: the quorum's completions run inline on its loop thread and only fulfil promises;
+// proposals block the calling thread (an io thread for admin requests) for at most
+// proposal_timeout_ms. Each forwarded connection to the controller gets a thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/ids.h"
+#include "base/status.h"
+#include "broker/cluster_mode.h"
+#include "broker/config.h"
+#include "cluster/voters.h"
+
+namespace silt::cluster {
+
+struct ClusterNodeOptions {
+  NodeId node_id;
+  std::vector<Voter> voters;    // must contain node_id
+  std::string cluster_id;       // what CheckNodeDirectory returned
+  broker::BrokerConfig config;  // the broker's (data dir, topic defaults)
+  unsigned election_timeout_ms = 1000;
+  unsigned heartbeat_timeout_ms = 100;
+  int proposal_timeout_ms = 15000;
+  // Called once, from a cluster thread, when this node must not go on (another cluster id).
+  std::function<void(const Status&)> on_fatal;
+};
+
+class ClusterNode final : public broker::ClusterMode {
+ public:
+  // Validates the options and checks the data dir (node_directory.h): InvalidArgument naming
+  // what is wrong. Nothing is started yet.
+  static Result<std::unique_ptr<ClusterNode>> Create(ClusterNodeOptions options);
+  ~ClusterNode() override;
+
+  // Starts the quorum (IOError when the peer address cannot be bound) and records the node as
+  // a voter in meta.properties.
+  Status Start(broker::LocalMetadataStore* local, const broker::NodeIdentity* node) override;
+  broker::MetadataStore& metadata() override;
+  broker::LogProvider& logs() override;
+  broker::ProducerIdAllocator* producer_ids() override;
+  void Serving() override;
+  void Stop() override;
+
+  // The cluster id this node runs with (given, or recorded in meta.properties).
+  const std::string& cluster_id() const;
+
+  struct Impl;
+
+ private:
+  explicit ClusterNode(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace silt::cluster

@@ -1,0 +1,63 @@
+// Forwarding metadata proposals to the controller: a small silt-internal request over a
+// "SILTPEER" connection to the controller's peer address (the one this node's own voter list
+// gives for it, never an address learned from the network).
+//
+// Only the Raft leader can append to the metadata log, so a node that is not the controller
+// sends its command there and gets the outcome back. The request carries the command's
+// RequestId: a retry after an unknown outcome takes effect at most once (metadata_quorum.h).
+//
+//   connection => Preamble("SILTPEER", sender)  then requests and responses, one at a time
+//   ForwardRequest  => length int32 (of the rest), version int16 (1), kind int8 (0 propose,
+//                      1 heartbeat), request_id uuid, command bytes (the rest:
+//                      metadata_records.h's Command; empty for a heartbeat)
+//   ForwardResponse => length int32, version int16 (1), outcome int8 (ProposeOutcome order:
+//                      0 applied, 1 not leader, 2 unknown, 3 rejected, 4 shutdown),
+//                      index int64, leader_hint int32 (-1: none), message string (int16
+//                      length), result bytes (the rest: the apply result)
+//
+// A heartbeat tells the controller that the sending node (the preamble's sender) is alive; the
+// answer is kApplied from the ready controller, kNotLeader (with a hint) from any other node.
+// A frame longer than kMaxForwardFrame is a protocol error and closes the connection.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "cluster/metadata_quorum.h"
+#include "cluster/voters.h"
+
+namespace silt::cluster {
+
+inline constexpr int16_t kForwardVersion = 1;
+inline constexpr size_t kMaxForwardFrame = 4 << 20;
+
+enum class ForwardKind : int8_t { kPropose = 0, kHeartbeat = 1 };
+
+struct ForwardRequest {
+  RequestId id;
+  std::string command;
+  ForwardKind kind = ForwardKind::kPropose;
+};
+
+// Whole frames, length prefix included.
+std::string EncodeForwardRequest(const ForwardRequest& r);
+std::string EncodeForwardResponse(const ProposeResult& r);
+// Frame bodies (after the length prefix). Corruption for short or damaged input, Unsupported
+// for another version.
+Result<ForwardRequest> DecodeForwardRequest(std::string_view body);
+Result<ProposeResult> DecodeForwardResponse(std::string_view body);
+
+// Sends `r` to `to`'s peer address as node `self` and waits up to `timeout_ms` for the answer.
+// IOError when the controller cannot be reached or the connection fails (the outcome is then
+// unknown: retry with the same RequestId).
+Result<ProposeResult> ForwardPropose(const Voter& to, NodeId self, const ForwardRequest& r,
+                                     int timeout_ms);
+
+// Blocking frame I/O on a connected socket, for the controller's side. ReadFrame returns the
+// body; IOError at end of stream or on error, Corruption for an oversized frame.
+Result<std::string> ReadFrame(int fd);
+Status WriteAll(int fd, std::string_view bytes);
+
+}  // namespace silt::cluster

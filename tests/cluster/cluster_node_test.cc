@@ -1,0 +1,299 @@
+#include "cluster/cluster_node.h"
+
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "base/file.h"
+#include "broker/local_metadata_store.h"
+#include "broker/node.h"
+#include "cluster/controller_channel.h"
+#include "cluster/node_directory.h"
+#include "cluster/placement.h"
+#include "cluster/quorum_harness.h"
+#include "storage/partition_log.h"
+
+using namespace silt;
+using namespace silt::cluster;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string ScratchDir() {
+  char tmpl[] = "/tmp/silt-cluster-node-XXXXXX";
+  return ::mkdtemp(tmpl);
+}
+
+MetadataImage Brokers(std::initializer_list<int> live, std::initializer_list<int> fenced = {}) {
+  std::vector<MetadataRecord> r;
+  for (int b : live) {
+    r.push_back(RegisterBrokerRecord{NodeId(b), RandomUuid(), "h", 9092});
+    r.push_back(UnfenceBrokerRecord{NodeId(b)});
+  }
+  for (int b : fenced) r.push_back(RegisterBrokerRecord{NodeId(b), RandomUuid(), "h", 9092});
+  auto img = MetadataImage().Apply(r);
+  REQUIRE(img.ok());
+  return std::move(img).value();
+}
+
+}  // namespace
+
+TEST_CASE("a forwarded proposal and its answer round-trip through their encodings") {
+  ForwardRequest req{RandomUuid(), std::string("\x00\x01command", 9)};
+  std::string frame = EncodeForwardRequest(req);
+  REQUIRE(frame.size() == 4 + 2 + 1 + 16 + 9);
+  auto back = DecodeForwardRequest(std::string_view(frame).substr(4));
+  REQUIRE(back.ok());
+  CHECK(back->id == req.id);
+  CHECK(back->command == req.command);
+  CHECK(back->kind == ForwardKind::kPropose);
+  ForwardRequest beat{Uuid(), "", ForwardKind::kHeartbeat};
+  std::string beat_frame = EncodeForwardRequest(beat);
+  auto beat_back = DecodeForwardRequest(std::string_view(beat_frame).substr(4));
+  REQUIRE(beat_back.ok());
+  CHECK(beat_back->kind == ForwardKind::kHeartbeat);
+  std::string bad_kind = beat_frame.substr(4);
+  bad_kind[2] = 7;
+  CHECK(DecodeForwardRequest(bad_kind).status().code() == Status::Code::kCorruption);
+
+  ProposeResult r;
+  r.outcome = ProposeOutcome::kNotLeader;
+  r.index = RaftIndex(42);
+  r.leader_hint = NodeId(3);
+  r.message = "ask node 3";
+  r.result = "bytes";
+  std::string resp = EncodeForwardResponse(r);
+  auto rb = DecodeForwardResponse(std::string_view(resp).substr(4));
+  REQUIRE(rb.ok());
+  CHECK(rb->outcome == ProposeOutcome::kNotLeader);
+  CHECK(rb->index == RaftIndex(42));
+  CHECK(rb->leader_hint == NodeId(3));
+  CHECK(rb->message == "ask node 3");
+  CHECK(rb->result == "bytes");
+
+  CHECK(DecodeForwardRequest("\x00").status().code() == Status::Code::kCorruption);
+  CHECK(DecodeForwardRequest(std::string("\x00\x02", 2) + std::string(16, 'x')).status().code() ==
+        Status::Code::kUnsupported);
+  std::string bad = resp.substr(4);
+  bad[2] = 9;  // an outcome that does not exist
+  CHECK(DecodeForwardResponse(bad).status().code() == Status::Code::kCorruption);
+  CHECK(DecodeForwardResponse(resp.substr(4, 8)).status().code() == Status::Code::kCorruption);
+}
+
+TEST_CASE("placement spreads leaders evenly over unfenced brokers, counting existing leaders") {
+  MetadataImage img = Brokers({1, 2, 3}, {4});
+  auto p = PlaceReplicas(img, 6, 1);
+  REQUIRE(p.ok());
+  std::map<int, int> led;
+  for (const auto& r : *p) {
+    REQUIRE(r.size() == 1);
+    ++led[r[0].value()];
+  }
+  CHECK(led == std::map<int, int>{{1, 2}, {2, 2}, {3, 2}});
+
+  // Broker 1 already leads two partitions: the next three go to 2, 3, then 2 or 3 first.
+  Uuid t = RandomUuid();
+  auto busy = img.Apply(
+      {TopicRecord{"t", t},
+       PartitionRecord{PartitionId(0), t, {NodeId(1)}, {NodeId(1)}, NodeId(1), LeaderEpoch(0), 0},
+       PartitionRecord{PartitionId(1), t, {NodeId(1)}, {NodeId(1)}, NodeId(1), LeaderEpoch(0), 0}});
+  REQUIRE(busy.ok());
+  auto q = PlaceReplicas(*busy, 4, 1);
+  REQUIRE(q.ok());
+  led.clear();
+  for (const auto& r : *q) ++led[r[0].value()];
+  CHECK(led == std::map<int, int>{{2, 2}, {3, 2}});
+
+  auto three = PlaceReplicas(img, 2, 3);
+  REQUIRE(three.ok());
+  for (const auto& r : *three) {
+    CHECK(std::set<NodeId>(r.begin(), r.end()).size() == 3);
+  }
+  CHECK(PlaceReplicas(img, 1, 4).status().code() == Status::Code::kInvalidArgument);
+  CHECK(PlaceReplicas(img, 1, 0).status().code() == Status::Code::kInvalidArgument);
+  CHECK(PlaceReplicas(Brokers({}, {1}), 1, 1).status().IsBusy());
+}
+
+TEST_CASE("a node's data dir refuses another node id, another cluster id and a lost Raft dir") {
+  std::string dir = ScratchDir();
+  // A new node needs a cluster id.
+  CHECK(CheckNodeDirectory(dir, NodeId(1), "").status().code() == Status::Code::kInvalidArgument);
+  auto fresh = CheckNodeDirectory(dir, NodeId(1), "c1");
+  REQUIRE(fresh.ok());
+  CHECK(*fresh == "c1");
+
+  REQUIRE(WriteFileAtomic(JoinPath(dir, "meta.properties"),
+                          "version=1\ncluster.id=c1\nnode.id=1\nsome.key=kept\n")
+              .ok());
+  auto again = CheckNodeDirectory(dir, NodeId(1), "");
+  REQUIRE(again.ok());
+  CHECK(*again == "c1");  // taken from meta.properties
+  auto other_node = CheckNodeDirectory(dir, NodeId(2), "c1");
+  CHECK(other_node.status().message().find("belongs to node 1, not node 2") != std::string::npos);
+  auto other_cluster = CheckNodeDirectory(dir, NodeId(1), "c2");
+  CHECK(other_cluster.status().message().find("c2 does not match c1") != std::string::npos);
+
+  // Once a voter, the Raft directory must be there.
+  REQUIRE(MarkVoter(dir, NodeId(1), "c1").ok());
+  auto text = ReadFile(JoinPath(dir, "meta.properties"));
+  REQUIRE(text.ok());
+  CHECK(text->find("silt.quorum.voter=true") != std::string::npos);
+  CHECK(text->find("some.key=kept") != std::string::npos);
+  auto lost = CheckNodeDirectory(dir, NodeId(1), "c1");
+  CHECK(lost.status().message().find("Raft directory") != std::string::npos);
+  REQUIRE(CreateDirs(RaftDirectory(dir)).ok());
+  CHECK(CheckNodeDirectory(dir, NodeId(1), "c1").ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a one-voter cluster node serves topics from the image and keeps their logs locally") {
+  using namespace silt::cluster::testing;
+  std::string dir = ScratchDir();
+  broker::BrokerConfig config;
+  config.data_dir = dir;
+  config.num_partitions = 2;
+  Voter self{NodeId(1), "127.0.0.1", FreePort()};
+  ClusterNodeOptions o;
+  o.node_id = NodeId(1);
+  o.voters = {self};
+  o.cluster_id = "unit-cluster";
+  o.config = config;
+  o.election_timeout_ms = 200;
+  o.heartbeat_timeout_ms = 20;
+  o.proposal_timeout_ms = 10000;
+  auto created = ClusterNode::Create(o);
+  REQUIRE_MESSAGE(created.ok(), created.status().ToString());
+  std::unique_ptr<ClusterNode> node = std::move(created).value();
+  auto local = broker::LocalMetadataStore::Open(config, NodeId(1));
+  REQUIRE(local.ok());
+  auto identity = broker::NodeIdentity::Load(dir, NodeId(1), "unit-cluster");
+  REQUIRE(identity.ok());
+  identity->advertised_host = "127.0.0.1";
+  identity->advertised_port = 19999;
+  REQUIRE(node->Start(local->get(), &*identity).ok());
+  node->Serving();
+  broker::MetadataStore& md = node->metadata();
+  REQUIRE(WaitUntil([&] { return md.Brokers().size() == 1; }, kElectionLimit));
+  CHECK(md.Brokers()[0].port == 19999);
+  CHECK(md.Controller() == NodeId(1));
+
+  auto t = md.CreateTopic("orders", 3, {{"retention.ms", "60000"}});
+  REQUIRE_MESSAGE(t.ok(), t.status().ToString());
+  CHECK(t->partition_count == 3);
+  for (const auto& a : t->partitions) CHECK(a.leader == NodeId(1));
+  CHECK(md.CreateTopic("orders", 1, {}).status().code() == Status::Code::kAlreadyExists);
+  CHECK(md.CreateTopic("bad", 1, {{"no.such.key", "1"}}).status().code() ==
+        Status::Code::kInvalidArgument);
+  auto cfg = md.TopicConfig("orders");
+  REQUIRE(cfg.ok());
+  CHECK(cfg->retention_ms == 60000);
+
+  // The log is opened in the data dir, under the image's topic id.
+  auto log = node->logs().OpenLog("orders", PartitionId(2));
+  REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+  auto there = (*local)->GetTopic("orders");
+  REQUIRE(there.ok());
+  CHECK(there->topic_id == t->topic_id);
+  CHECK(node->logs().OpenLog("orders", PartitionId(3)).status().IsNotFound());
+
+  REQUIRE(md.AddPartitions("orders", 5).ok());
+  CHECK(md.GetTopic("orders")->partition_count == 5);
+  CHECK(md.AddPartitions("orders", 4).code() == Status::Code::kInvalidArgument);
+
+  REQUIRE(md.AlterTopicConfig(
+                "orders",
+                [](std::map<std::string, std::string>* c) {
+                  c->erase("retention.ms");
+                  (*c)["cleanup.policy"] = "compact";
+                  return Status::OK();
+                },
+                false)
+              .ok());
+  CHECK(md.GetTopic("orders")->configs ==
+        std::map<std::string, std::string>{{"cleanup.policy", "compact"}});
+  CHECK((*local)->GetTopic("orders")->configs.count("cleanup.policy") == 1);
+
+  // A proposal forwarded over the peer address is applied by the controller.
+  Uuid id = RandomUuid();
+  auto fr = ForwardPropose(
+      self, NodeId(1), ForwardRequest{RandomUuid(), EncodeCommand({TopicRecord{"fwd", id}})}, 5000);
+  REQUIRE_MESSAGE(fr.ok(), fr.status().ToString());
+  CHECK(fr->outcome == ProposeOutcome::kApplied);
+  CHECK(DecodeApplyResult(fr->result).ok());
+  REQUIRE(WaitUntil([&] { return md.GetTopic("fwd").ok(); }, 5000ms));
+
+  // Producer ids come in blocks from the metadata log.
+  broker::ProducerIdAllocator* pids = node->producer_ids();
+  REQUIRE(pids != nullptr);
+  auto first = pids->Allocate();
+  REQUIRE(first.ok());
+  CHECK(first->value() == 0);
+  CHECK(pids->Allocate()->value() == 1);
+
+  REQUIRE(md.DeleteTopic("orders").ok());
+  CHECK(md.GetTopic("orders").status().IsNotFound());
+  CHECK((*local)->GetTopic("orders").status().IsNotFound());
+  CHECK(md.ListTopics().size() == 1);
+  // The Raft directory is not a topic of the data dir, and survives the topic upkeep.
+  CHECK(IsDirectory(RaftDirectory(dir)));
+  for (const auto& t : (*local)->ListTopics()) CHECK(t.name.rfind("silt", 0) != 0);
+
+  node->Stop();
+  CHECK(md.CreateTopic("late", 1, {}).status().IsBusy());
+  CHECK(md.GetTopic("fwd").ok());  // reads still answer from the last image
+  node.reset();
+  REQUIRE((*local)->Close().ok());
+
+  // Restarted on the same directory: the image comes back from the node's own Raft log, and
+  // the Raft directory is neither taken for a topic of the data dir nor removed by the upkeep.
+  o.voters[0].port = FreePort();
+  auto again = ClusterNode::Create(o);
+  REQUIRE_MESSAGE(again.ok(), again.status().ToString());
+  auto local2 = broker::LocalMetadataStore::Open(config, NodeId(1));
+  REQUIRE(local2.ok());
+  REQUIRE((*again)->Start(local2->get(), &*identity).ok());
+  (*again)->Serving();
+  REQUIRE(WaitUntil([&] { return (*again)->metadata().GetTopic("fwd").ok(); }, kElectionLimit));
+  CHECK((*again)->metadata().GetTopic("orders").status().IsNotFound());
+  REQUIRE(WaitUntil([&] { return (*again)->metadata().Brokers().size() == 1; }, kElectionLimit));
+  std::this_thread::sleep_for(300ms);  // a pass of the upkeep thread
+  CHECK(IsDirectory(RaftDirectory(dir)));
+  for (const auto& t : (*local2)->ListTopics()) CHECK(t.name.find("metadata") == std::string::npos);
+  again->reset();
+  REQUIRE((*local2)->Close().ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("forwarding to a peer address where nothing listens is an IOError") {
+  Voter nobody{NodeId(2), "127.0.0.1", silt::cluster::testing::FreePort()};
+  auto r = ForwardPropose(nobody, NodeId(1), ForwardRequest{RandomUuid(), "x"}, 1000);
+  CHECK(r.status().code() == Status::Code::kIOError);
+}
+
+TEST_CASE(
+    "controller.quorum.voters, node.id and cluster.id in server properties set cluster mode") {
+  broker::BrokerConfig c;
+  CHECK(c.quorum_voters.empty());
+  REQUIRE(
+      broker::ApplyServerProperty(&c, "controller.quorum.voters", "1@10.0.0.1:9093,2@10.0.0.2:9093")
+          .ok());
+  REQUIRE(broker::ApplyServerProperty(&c, "node.id", "2").ok());
+  REQUIRE(broker::ApplyServerProperty(&c, "cluster.id", "prod-1").ok());
+  auto voters = ParseVoters(c.quorum_voters);
+  REQUIRE(voters.ok());
+  CHECK(voters->size() == 2);
+  CHECK(c.node_id == 2);
+  CHECK(c.cluster_id == "prod-1");
+  CHECK(c.ignored_keys.empty());
+}
+
+TEST_CASE("a cluster node refuses a node id missing from the voter list") {
+  ClusterNodeOptions o;
+  o.node_id = NodeId(4);
+  o.voters = *ParseVoters("1@127.0.0.1:1,2@127.0.0.1:2");
+  o.cluster_id = "c";
+  o.config.data_dir = ScratchDir();
+  auto r = ClusterNode::Create(o);
+  CHECK(r.status().message().find("node id 4 is not in the voter list") != std::string::npos);
+  std::filesystem::remove_all(o.config.data_dir);
+}
