@@ -47,7 +47,9 @@ echo "ok: data dir lock"
 # Hostile bytes: the broker logs one line and keeps serving.
 host=${BROKER%:*}; port=${BROKER##*:}
 exec 3<>"/dev/tcp/$host/$port"
-printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\n' >&3
+# The broker closes after the first bytes, so a later write of the request may meet a closed
+# socket: that EPIPE is expected, and must not end the test.
+(trap '' PIPE; printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\n' >&3) 2>/dev/null || true
 sleep 0.3
 exec 3>&-
 grep -q "looks like HTTP" "$WORK/broker.log" || fail "no log line for an HTTP request"
