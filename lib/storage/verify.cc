@@ -308,12 +308,34 @@ Status ParseEpochCheckpoint(const std::string& text, std::vector<EpochRun>* out)
   return Status::OK();
 }
 
+// The partition's entry in Kafka's recovery-point-offset-checkpoint beside it ("0", a count,
+// then "topic partition offset" lines), or -1 when there is none (nothing known flushed).
+int64_t RecoveryPoint(const std::string& partition_dir) {
+  const std::string name = BaseName(partition_dir);
+  const size_t dash = name.rfind('-');
+  if (dash == std::string::npos) return -1;
+  auto text = ReadFile(JoinPath(DirName(partition_dir), "recovery-point-offset-checkpoint"));
+  if (!text.ok()) return -1;
+  std::istringstream in(*text);
+  int version = -1;
+  int64_t count = -1;
+  if (!(in >> version >> count) || version != 0) return -1;
+  std::string topic, partition;
+  int64_t offset;
+  for (int64_t i = 0; i < count && (in >> topic >> partition >> offset); ++i)
+    if (topic == name.substr(0, dash) && partition == name.substr(dash + 1)) return offset;
+  return -1;
+}
+
 // What no CRC covers: partitionLeaderEpoch never decreases along the log (a batch without one,
 // -1, is passed over), and each batch's epoch is the one the leader-epoch-checkpoint gives for
 // its offset. The checkpoint may lag the log by the newest epochs (it is written by the next
-// flush), so a batch newer than the checkpoint's last entry is fine. One problem per kind.
+// flush), so a batch newer than the checkpoint's last entry is fine, unless it lies below the
+// recovery point (the flush that moved the recovery point past it wrote its epoch). One problem
+// per kind.
 void CheckEpochs(const std::string& dir, const std::vector<std::pair<std::string, EpochRun>>& runs,
                  VerifyReport* report) {
+  const int64_t recovery_point = RecoveryPoint(dir);
   int32_t prev = -1;
   for (const auto& [log, r] : runs) {
     if (r.epoch < -1 || (r.epoch < prev && r.epoch != -1) || (r.epoch == -1 && prev >= 0)) {
@@ -347,7 +369,8 @@ void CheckEpochs(const std::string& dir, const std::vector<std::pair<std::string
       expected = "an epoch below " + std::to_string(cp.front().epoch);
     } else {
       const EpochRun& in_force = *std::prev(it);
-      agrees = r.epoch == in_force.epoch || (r.epoch > in_force.epoch && it == cp.end());
+      agrees = r.epoch == in_force.epoch ||
+               (r.epoch > in_force.epoch && it == cp.end() && r.first_offset >= recovery_point);
       expected = "epoch " + std::to_string(in_force.epoch) + " (from offset " +
                  std::to_string(in_force.first_offset) + ")";
     }
@@ -578,7 +601,8 @@ Status ScanLogFile(const std::string& path, const ScanOptions& options,
     }
     if (seg.entries == 0 && seg.name_offset >= 0 && seg.damaged.empty() &&
         (info.first_offset < seg.name_offset ||
-         (info.first_offset != seg.name_offset && !options.compacted && magic == 2))) {
+         (info.first_offset != seg.name_offset && !options.compacted && magic == 2 &&
+          !HasQuarantine(path)))) {
       Add(report, path, pos, ProblemKind::kOffsets,
           "first offset " + std::to_string(info.first_offset) + " does not match the file name");
     }
@@ -683,6 +707,25 @@ class RepairLock {
 
 }  // namespace
 
+// What the v2 header at the start of a damaged range says it held, when the header could not be
+// framed (a damaged length, say): recordsCount when lastOffsetDelta agrees with it, else the
+// smaller of the two that is plausible; 0 when neither is.
+int64_t HeaderRecordCount(const std::string& log, const DamagedRange& d) {
+  if (d.end - d.start < format::kBatchHeaderSize) return 0;
+  auto f = File::Open(log, File::kReadOnly);
+  std::string h;
+  if (!f.ok() || !f->PRead(d.start, format::kBatchHeaderSize, &h).ok() ||
+      static_cast<int64_t>(h.size()) < format::kBatchHeaderSize)
+    return 0;
+  const int64_t count = static_cast<int32_t>(DecodeBE32(h.data() + format::kRecordsCountOffset));
+  const int64_t delta = static_cast<int32_t>(DecodeBE32(h.data() + format::kLastOffsetDeltaOffset)) + int64_t{1};
+  const int64_t most = d.end - d.start;  // a record takes at least a byte
+  const bool count_ok = count > 0 && count <= most, delta_ok = delta > 0 && delta <= most;
+  if (count_ok && count == delta) return count;
+  if (count_ok && delta_ok) return std::min(count, delta);
+  return count_ok ? count : delta_ok ? delta : 0;
+}
+
 Result<RepairResult> RepairPartition(const std::string& partition_dir, const ScanOptions& options,
                                      bool dry_run) {
   RepairLock lock;
@@ -755,6 +798,8 @@ Result<RepairResult> RepairPartition(const std::string& partition_dir, const Sca
         records = std::max<int64_t>(0, after - before - 1);
       } else if (auto it = damaged_counts[i].find(d.start); it != damaged_counts[i].end()) {
         records = it->second;
+      } else {
+        records = HeaderRecordCount(log, d);
       }
       result.records_quarantined += records;
       result.bytes_quarantined += d.end - d.start;
