@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -557,6 +558,10 @@ Status ScanLogFile(const std::string& path, const ScanOptions& options,
           if (len <= 0 || p + kLogOverhead + len > size) continue;
           const int64_t first = static_cast<int64_t>(DecodeBE64(prefix.data()));
           if (first <= prev_last || (seg.name_offset >= 0 && first < seg.name_offset)) continue;
+          // A segment's offsets stay within an int32 of its base (the indexes store them so):
+          // random bytes almost never pass this, so the costly whole-entry check below is rare.
+          const int64_t base = seg.name_offset >= 0 ? seg.name_offset : std::max<int64_t>(0, prev_last);
+          if (first - base > INT32_MAX) continue;
           Verdict v;
           std::string w;
           EntryInfo candidate;
@@ -726,6 +731,8 @@ int64_t HeaderRecordCount(const std::string& log, const DamagedRange& d) {
   return count_ok ? count : delta_ok ? delta : 0;
 }
 
+constexpr int64_t kCopyChunk = 1 << 20;
+
 Result<RepairResult> RepairPartition(const std::string& partition_dir, const ScanOptions& options,
                                      bool dry_run) {
   RepairLock lock;
@@ -735,6 +742,9 @@ Result<RepairResult> RepairPartition(const std::string& partition_dir, const Sca
   o.check_indexes = false;
   o.resync = true;
   SILT_ASSIGN_OR_RETURN(std::vector<std::string> logs, SegmentLogs(partition_dir));
+  if (!dry_run)
+    for (const auto& log : logs)  // left by a repair that crashed before its rename
+      if (PathExists(log + ".repairing")) SILT_TRY(RemoveFile(log + ".repairing"));
   RepairResult result;
   std::vector<SegmentReport> segs(logs.size());
   // Per segment: the header's record count of each entry that starts a damaged range (when the
@@ -777,12 +787,13 @@ Result<RepairResult> RepairPartition(const std::string& partition_dir, const Sca
     }
     const auto& good = goods[i];
     int64_t before = prev_last >= 0 ? prev_last : seg.name_offset - 1;
-    std::string kept;
-    std::string data;
-    if (!dry_run) {
-      SILT_ASSIGN_OR_RETURN(data, ReadFile(log));
-    }
+    std::vector<DamagedRange> keep;  // the byte ranges that stay, in order
     int64_t at = 0;
+    std::optional<File> in;
+    if (!dry_run) {
+      SILT_ASSIGN_OR_RETURN(File f, File::Open(log, File::kReadOnly));
+      in.emplace(std::move(f));
+    }
     for (const DamagedRange& d : seg.damaged) {
       // Offsets of the good batches before and after the range.
       for (auto it = good.begin(); it != good.end() && it->first < d.start; ++it)
@@ -814,16 +825,16 @@ Result<RepairResult> RepairPartition(const std::string& partition_dir, const Sca
       }
       // The damaged bytes go to their quarantine file (synced) before the segment changes: a
       // crash in between leaves a copy, never a loss.
-      SILT_TRY(WriteFileAtomic(qpath, std::string_view(data).substr(
-                                          static_cast<size_t>(d.start),
-                                          static_cast<size_t>(d.end - d.start))));
+      std::string damaged;
+      SILT_TRY(in->PRead(d.start, static_cast<size_t>(d.end - d.start), &damaged));
+      SILT_TRY(WriteFileAtomic(qpath, damaged));
       result.actions.push_back({"quarantined " + what + " to " + qpath});
-      kept.append(data, static_cast<size_t>(at), static_cast<size_t>(d.start - at));
+      if (d.start > at) keep.push_back({at, d.start});
       at = d.end;
     }
     if (seg.last_offset >= 0) prev_last = std::max(prev_last, seg.last_offset);
     if (dry_run) continue;
-    kept.append(data, static_cast<size_t>(at), std::string::npos);
+    if (at < seg.file_size) keep.push_back({at, seg.file_size});
     if (seg.damaged.size() == 1 && seg.damaged[0].end == seg.file_size) {
       // Damage only at the end: a cut, as for a torn tail.
       SILT_ASSIGN_OR_RETURN(File f, File::Open(log, File::kReadWrite));
@@ -832,10 +843,29 @@ Result<RepairResult> RepairPartition(const std::string& partition_dir, const Sca
       result.actions.push_back({"truncated " + log + " at byte " +
                                 std::to_string(seg.damaged[0].start)});
     } else {
-      // The good batches, in order and at their own offsets, replace the segment in one rename.
-      SILT_TRY(WriteFileAtomic(log, kept));
+      // The good batches, in order and at their own offsets, replace the segment in one rename
+      // (a crash before it leaves the segment as it was, the quarantine copies beside it).
+      const std::string tmp = log + ".repairing";
+      int64_t written = 0;
+      {
+        SILT_ASSIGN_OR_RETURN(File out, File::Open(tmp, File::kCreate));
+        SILT_TRY(out.Truncate(0));
+        std::string chunk;
+        for (const DamagedRange& k : keep) {
+          for (int64_t p = k.start; p < k.end; p += kCopyChunk) {
+            const int64_t n = std::min<int64_t>(kCopyChunk, k.end - p);
+            SILT_TRY(in->PRead(p, static_cast<size_t>(n), &chunk));
+            if (static_cast<int64_t>(chunk.size()) != n)
+              return Status::IOError(log + " changed during repair");
+            SILT_TRY(out.PWrite(written, chunk));
+            written += n;
+          }
+        }
+        SILT_TRY(out.Sync());
+      }
+      SILT_TRY(RenameFile(tmp, log));
       result.actions.push_back({"rewrote " + log + " with the " + std::to_string(seg.entries) +
-                                " valid batches (" + std::to_string(kept.size()) + " bytes)"});
+                                " valid batches (" + std::to_string(written) + " bytes)"});
     }
     rewritten.push_back(log);
   }
