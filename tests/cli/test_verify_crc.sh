@@ -142,6 +142,28 @@ check "repair refused with exit 2 while locked (rc $rc): $err" '[ $rc -eq 2 ] &&
 check "nothing was cut while locked" '[ "$(stat -c %s "$T/locked/t-0/00000000000000000000.log")" -eq $(( size - 3 )) ]'
 kill $holder 2>/dev/null; wait $holder 2>/dev/null
 
+# partitionLeaderEpoch is outside the CRC: a flip there is found by the epoch checks, along the
+# log and against leader-epoch-checkpoint (the fixture's says epoch 0 from offset 0).
+cp -r "$FIX/kafka-3.4-zk/test-0" "$T/epoch-0"
+chmod -R u+w "$T/epoch-0"
+EL="$T/epoch-0/00000000000000000000.log"
+printf '\x04' | dd of="$EL" bs=1 seek=$(( ${pos[12]} + 15 )) conv=notrunc status=none
+out=$("$SILT" verify-crc "$T/epoch-0"); rc=$?
+check "an epoch going down is an epoch problem (rc $rc): $out" \
+  '[ $rc -eq 1 ] && [[ "$out" == *"00000000000000000000.log:${pos[13]}: epoch: "*"below the 4"* ]]'
+# Epoch 4 from batch 12 on, which the checkpoint never heard of: fine while the checkpoint may
+# lag, a problem once the recovery point says it was flushed.
+for b in $(seq 13 27); do
+  printf '\x04' | dd of="$EL" bs=1 seek=$(( ${pos[$b]} + 15 )) conv=notrunc status=none
+done
+"$SILT" verify-crc -q "$T/epoch-0"; rc=$?
+check "a newer epoch than the checkpoint's is accepted without a recovery point (rc $rc)" '[ $rc -eq 0 ]'
+printf '0\n1\nepoch 0 97\n' >"$T/recovery-point-offset-checkpoint"
+out=$("$SILT" verify-crc "$T/epoch-0"); rc=$?
+check "epochs the checkpoint does not know, below the recovery point, are a problem (rc $rc): $out" \
+  '[ $rc -eq 1 ] && [[ "$out" == *":${pos[12]}: epoch: "*"leader-epoch-checkpoint gives epoch 0"* ]]'
+rm -f "$T/recovery-point-offset-checkpoint"
+
 # Bad arguments.
 "$SILT" verify-crc "$T/nope" 2>/dev/null; rc=$?
 check "missing path exits 2 (got $rc)" '[ $rc -eq 2 ]'
