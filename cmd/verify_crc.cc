@@ -255,11 +255,12 @@ RunFn RegisterVerifyCrc(CLI::App* sub, GlobalOptions* global) {
                   "directories to check")
       ->required()
       ->type_name("PATH");
-  sub->add_flag("--repair", f->repair,
+  auto* repair = sub->add_flag("--repair", f->repair,
                 "keep every valid batch: move only the damaged bytes of each segment to "
                 "quarantine files, rebuild indexes");
   sub->add_flag("--dry-run", f->dry_run,
-                "show what --repair would keep and quarantine (records and bytes), change nothing");
+                "show what --repair would keep and quarantine (records and bytes), change nothing")
+      ->excludes(repair);
   sub->add_option("--format", f->format,
                   "text, or json: one JSON object per line, each problem, then a summary")
       ->check(OneOf({"text", "json"}));

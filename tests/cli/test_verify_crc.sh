@@ -167,6 +167,8 @@ rm -f "$T/recovery-point-offset-checkpoint"
 # Bad arguments.
 "$SILT" verify-crc "$T/nope" 2>/dev/null; rc=$?
 check "missing path exits 2 (got $rc)" '[ $rc -eq 2 ]'
+"$SILT" verify-crc --repair --dry-run "$T/zk/test-0" 2>/dev/null; rc=$?
+check "--repair with --dry-run is a usage error (got $rc)" '[ $rc -eq 2 ]'
 "$SILT" verify-crc 2>/dev/null; rc=$?
 check "no path is a usage error (got $rc)" '[ $rc -eq 2 ]'
 
