@@ -23,6 +23,7 @@ enum class ProblemKind {
   kTornTail,     // the file ends part-way through an entry
   kCorruption,   // bad CRC, magic, length, or records that do not match their header
   kOffsets,      // offsets not increasing, a gap in a non-compacted log, or first offset != name
+                 // (a gap or first offset is accepted beside the segment's quarantine files)
   kIndex,        // an .index entry not pointing at the batch holding its offset
   kTimeIndex,    // a .timeindex entry out of order or pointing outside the segment
   kEpoch,        // partitionLeaderEpoch decreasing, or disagreeing with leader-epoch-checkpoint
@@ -80,7 +81,7 @@ struct SegmentReport {
   std::string path;
   int64_t name_offset = -1;     // from the file name, -1 if not a segment name
   int64_t file_size = 0;
-  int64_t valid_bytes = 0;      // bytes before the first bad entry (== file_size when clean)
+  int64_t valid_bytes = 0;      // bytes before the first damaged range (== file_size when sound)
   int64_t entries = 0;
   int64_t records = 0;
   int64_t first_offset = -1;
@@ -111,7 +112,7 @@ Status ScanLogFile(const std::string& path, const ScanOptions& options,
 Status VerifyPath(const std::string& path, const ScanOptions& options, VerifyReport* report);
 
 struct RepairAction {
-  std::string description;  // one line, e.g. "truncated 00..0.log at 4096; 512 bytes to ..."
+  std::string description;  // one line, e.g. "quarantined bytes 4096..4608 of 00..0.log (...)"
 };
 
 struct RepairResult {
