@@ -1,5 +1,5 @@
 // `silt verify-crc PATH...`: check segment files, partition directories or whole data dirs;
-// with --repair, truncate at the first bad batch and quarantine what was cut.
+// with --repair, keep every valid batch and quarantine only the damaged bytes.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +22,7 @@ namespace {
 struct VerifyFlags {
   std::vector<std::string> paths;
   bool repair = false;
+  bool dry_run = false;
   bool json = false;
   std::string format = "text";
   bool quiet = false;
@@ -139,25 +140,50 @@ int Run(const VerifyFlags& f, const GlobalOptions&) {
   for (const auto& p : report.problems) PrintProblem(p, f.json);
 
 
-  std::vector<std::string> repaired_actions;
   bool repaired = false;
-  if (f.repair && !report.clean()) {
+  storage::RepairResult totals;
+  if ((f.repair || f.dry_run) && !report.clean()) {
     std::set<std::string> partitions;
     for (const auto& p : report.problems) partitions.insert(PartitionOf(p.file));
+    const bool show = client::IsTerminal(2) && partitions.size() > 1;
+    const int64_t start = MonotonicMs();
+    int64_t last = 0;
+    bool shown = false;
+    size_t done = 0;
     for (const auto& dir : partitions) {
-      auto actions = storage::RepairPartition(dir, options);
-      if (!actions.ok()) return Fail(actions.status());
-      for (const auto& a : *actions) {
+      auto result = storage::RepairPartition(dir, options, f.dry_run);
+      if (!result.ok()) return Fail(result.status());
+      if (shown) std::fprintf(stderr, "\r\033[K");
+      shown = false;
+      for (const auto& a : result->actions) {
         if (f.json)
-          std::cout << nlohmann::ordered_json{{"repair", a.description}}.dump() << '\n';
+          std::cout << nlohmann::ordered_json{{f.dry_run ? "dry_run" : "repair", a.description}}.dump()
+                    << '\n';
         else
-          std::cout << "repair: " << a.description << '\n';
+          std::cout << (f.dry_run ? "dry run: " : "repair: ") << a.description << '\n';
+      }
+      totals.records_kept += result->records_kept;
+      totals.bytes_kept += result->bytes_kept;
+      totals.records_quarantined += result->records_quarantined;
+      totals.bytes_quarantined += result->bytes_quarantined;
+      ++done;
+      const int64_t now = MonotonicMs();
+      if (show && now - start >= 1000 && now - last >= 250) {
+        last = now;
+        std::cout.flush();
+        std::fprintf(stderr, "\r\033[K%s: %zu of %zu partitions",
+                     f.dry_run ? "planning repair" : "repairing", done, partitions.size());
+        shown = true;
       }
     }
-    repaired = true;
+    if (shown) std::fprintf(stderr, "\r\033[K");
+    repaired = !f.dry_run;
+  }
+  if (repaired) {
     // Check again: the exit status says whether the data is clean now.
     storage::VerifyReport after;
     for (const auto& p : f.paths) {
+      if (std::find(skipped.begin(), skipped.end(), p) != skipped.end()) continue;
       std::string path = p;
       if (!PathExists(path)) path = DirName(path);  // a file moved to quarantine
       Status s = storage::VerifyPath(path, options, &after);
@@ -166,6 +192,7 @@ int Run(const VerifyFlags& f, const GlobalOptions&) {
     for (const auto& p : after.problems) PrintProblem(p, f.json);
     report = std::move(after);  // the summary describes the data as it is now
   }
+  const bool counted = (f.repair || f.dry_run) && (totals.bytes_quarantined > 0 || repaired);
 
   int64_t batches = 0, records = 0, bytes = 0;
   for (const auto& s : report.segments) {
@@ -184,11 +211,29 @@ int Run(const VerifyFlags& f, const GlobalOptions&) {
                           {"problems", report.problems.size()},
                           {"repaired", repaired},
                           {"clean", report.clean()}}}};
+    if (counted) {
+      auto& sum = j["summary"];
+      sum["dry_run"] = f.dry_run;
+      sum["records_kept"] = totals.records_kept;
+      sum["bytes_kept"] = totals.bytes_kept;
+      sum["records_quarantined"] = totals.records_quarantined;
+      sum["bytes_quarantined"] = totals.bytes_quarantined;
+    }
     std::cout << j.dump() << '\n';
   } else {
     // Sizes for people on a terminal (as silt(1) promises), exact bytes in a pipe.
-    const std::string size = client::IsTerminal(1) ? client::HumanBytes(bytes)
-                                                   : std::to_string(bytes) + " bytes";
+    auto sized = [](int64_t n) {
+      return client::IsTerminal(1) ? client::HumanBytes(n) : std::to_string(n) + " bytes";
+    };
+    const std::string size = sized(bytes);
+    if (counted) {
+      auto recs = [](int64_t n) { return std::to_string(n) + (n == 1 ? " record" : " records"); };
+      std::cout << (f.dry_run ? "repair would keep " : "repair kept ") << recs(totals.records_kept)
+                << " (" << sized(totals.bytes_kept) << ") and "
+                << (f.dry_run ? "quarantine " : "quarantined ")
+                << recs(totals.records_quarantined) << " (" << sized(totals.bytes_quarantined)
+                << ")\n";
+    }
     std::cout << "checked " << report.files << " files, " << batches << " batches, " << records
               << " records, " << size << ": ";
     if (report.clean())
@@ -210,9 +255,12 @@ RunFn RegisterVerifyCrc(CLI::App* sub, GlobalOptions* global) {
                   "directories to check")
       ->required()
       ->type_name("PATH");
-  sub->add_flag("--repair", f->repair,
-                "truncate each damaged segment at its first bad batch, quarantine the cut bytes "
-                "and later segments, rebuild indexes");
+  auto* repair = sub->add_flag("--repair", f->repair,
+                "keep every valid batch: move only the damaged bytes of each segment to "
+                "quarantine files, rebuild indexes");
+  sub->add_flag("--dry-run", f->dry_run,
+                "show what --repair would keep and quarantine (records and bytes), change nothing")
+      ->excludes(repair);
   sub->add_option("--format", f->format,
                   "text, or json: one JSON object per line, each problem, then a summary")
       ->check(OneOf({"text", "json"}));

@@ -154,7 +154,7 @@ _silt() {
     "group/reset-offsets") words="-h --help --topic --to-earliest --to-latest --to-offset --to-datetime --shift-by --execute --format -d --data-dir -b --bootstrap-server" ;;
     "group/delete") words="-h --help -d --data-dir -b --bootstrap-server" ;;
     "dump-segment") words="-h --help --records --format --json --shallow --iso-time" ;;
-    "verify-crc") words="-h --help --repair --format --json -q --quiet --shallow" ;;
+    "verify-crc") words="-h --help --repair --dry-run --format --json -q --quiet --shallow" ;;
     "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --node-id --peers --cluster-id --set --log-level" ;;
     "completion") words="-h --help" ;;
   esac

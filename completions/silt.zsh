@@ -347,7 +347,8 @@ _silt_verify_crc() {
   opts=(
     '-h[Print this help message and exit]'
     '--help[Print this help message and exit]'
-    '--repair[truncate each damaged segment at its first bad batch, quarantine the cut bytes and later segments, rebuild indexes]'
+    '--repair[keep every valid batch: move only the damaged bytes of each segment to quarantine files, rebuild indexes]'
+    '--dry-run[show what --repair would keep and quarantine (records and bytes), change nothing]'
     '--format[text, or json: one JSON object per line, each problem, then a summary]:value:(text json)'
     '--json[the same as --format json]'
     '-q[print problems only, no summary (text or JSON)]'

@@ -21,14 +21,17 @@ printf '\377' | dd of="$LOG" bs=1 seek=$((SIZE / 2)) conv=notrunc 2>/dev/null
 echo "== verify-crc finds it (exit status 1), with the byte position of the damaged batch"
 "$SILT" verify-crc "$D" || echo "(exit status $?)"
 
-echo "== dump-segment shows the batches up to the damage"
+echo "== dump-segment shows the batches, and goes on past the damage"
 "$SILT" dump-segment "$LOG" 2>&1 | tail -3
 
-echo "== repair: truncate at the bad batch; the rest goes to a quarantine file, not the bin"
+echo "== --dry-run says what repair would keep and quarantine, and changes nothing"
+"$SILT" verify-crc --dry-run "$D" || echo "(exit status $?)"
+
+echo "== repair: only the damaged batch goes to a quarantine file (not the bin); the rest stays"
 "$SILT" verify-crc --repair "$D"
 ls -l "$D/events-0"
 
-echo "== the topic reads cleanly up to the damage"
+echo "== the topic reads cleanly, before and after the damage"
 "$SILT" consume -d "$D" -t events | tail -2
 echo "== running the repair again changes nothing"
 "$SILT" verify-crc --repair "$D"

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cinttypes>
 #include <map>
+#include <optional>
 #include <set>
+#include <sstream>
 
 #include "base/coding.h"
 #include "base/file.h"
@@ -29,8 +31,6 @@ constexpr int kMagicPosition = 8 + 4 + 4;
 static_assert(kMagicPosition == format::kMagicOffset);
 static_assert(kMagicPosition == format::kLegacyLogOverhead + format::kLegacyMagicOffset);
 
-std::string Pos(int64_t p) { return std::to_string(p); }
-
 bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -47,6 +47,18 @@ int64_t NameOffset(const std::string& path) {
 
 std::string SiblingPath(const std::string& log_path, const char* suffix) {
   return log_path.substr(0, log_path.size() - 4) + suffix;
+}
+
+// Whether repair has quarantined bytes of the segment `log_path` (files named
+// <segment>.log.<position>.quarantined beside it): the offsets those bytes held are then missing
+// from the log on purpose.
+bool HasQuarantine(const std::string& log_path) {
+  auto names = ListDir(DirName(log_path));
+  if (!names.ok()) return false;
+  const std::string prefix = BaseName(log_path) + ".";
+  for (const auto& n : *names)
+    if (n.rfind(prefix, 0) == 0 && EndsWith(n, ".quarantined")) return true;
+  return false;
 }
 
 // Reads a file sequentially in large chunks, handing out views of whole entries.
@@ -120,7 +132,40 @@ struct IndexCheckInput {
   int64_t last_offset = -1;
 };
 
+// Index fallout of one damaged batch can be an entry per later batch: the first problem of an
+// index file is kept whole, and any more are folded into it as one count.
+void AddCollapsed(const std::vector<Problem>& found, size_t entries, VerifyReport* report) {
+  if (found.empty()) return;
+  Problem p = found.front();
+  if (found.size() > 1)
+    p.detail = std::to_string(found.size()) + " of " + std::to_string(entries) +
+               " entries do not match the log; the first: " + p.detail;
+  report->problems.push_back(std::move(p));
+}
+
+void CheckOffsetIndexEntries(const std::string& path, const IndexCheckInput& in,
+                             VerifyReport* report, size_t* entries);
+void CheckTimeIndexEntries(const std::string& path, const IndexCheckInput& in,
+                           VerifyReport* report, size_t* entries);
+
 void CheckOffsetIndex(const std::string& path, const IndexCheckInput& in, VerifyReport* report) {
+  VerifyReport local;
+  size_t entries = 0;
+  CheckOffsetIndexEntries(path, in, &local, &entries);
+  report->files += local.files;
+  AddCollapsed(local.problems, entries, report);
+}
+
+void CheckTimeIndex(const std::string& path, const IndexCheckInput& in, VerifyReport* report) {
+  VerifyReport local;
+  size_t entries = 0;
+  CheckTimeIndexEntries(path, in, &local, &entries);
+  report->files += local.files;
+  AddCollapsed(local.problems, entries, report);
+}
+
+void CheckOffsetIndexEntries(const std::string& path, const IndexCheckInput& in,
+                             VerifyReport* report, size_t* entries) {
   auto data = ReadFile(path);
   if (!data.ok()) {
     if (!data.status().IsNotFound())
@@ -136,6 +181,7 @@ void CheckOffsetIndex(const std::string& path, const IndexCheckInput& in, Verify
             std::to_string(format::kIndexEntrySize));
   int64_t prev_off = -1, prev_pos = -1;
   size_t n = d.size() / format::kIndexEntrySize;
+  *entries = n;
   for (size_t i = 0; i < n; ++i) {
     const char* e = d.data() + i * format::kIndexEntrySize;
     int32_t rel = static_cast<int32_t>(DecodeBE32(e));
@@ -166,7 +212,8 @@ void CheckOffsetIndex(const std::string& path, const IndexCheckInput& in, Verify
   }
 }
 
-void CheckTimeIndex(const std::string& path, const IndexCheckInput& in, VerifyReport* report) {
+void CheckTimeIndexEntries(const std::string& path, const IndexCheckInput& in,
+                           VerifyReport* report, size_t* entries) {
   auto data = ReadFile(path);
   if (!data.ok()) {
     if (!data.status().IsNotFound())
@@ -182,6 +229,7 @@ void CheckTimeIndex(const std::string& path, const IndexCheckInput& in, VerifyRe
             std::to_string(format::kTimeIndexEntrySize));
   int64_t prev_ts = INT64_MIN, prev_off = -1;
   size_t n = d.size() / format::kTimeIndexEntrySize;
+  *entries = n;
   for (size_t i = 0; i < n; ++i) {
     const char* e = d.data() + i * format::kTimeIndexEntrySize;
     int64_t ts = static_cast<int64_t>(DecodeBE64(e));
@@ -245,25 +293,125 @@ Result<std::vector<std::string>> SegmentLogs(const std::string& dir) {
   return logs;  // sorted by name == sorted by base offset (fixed-width digits)
 }
 
+// Reads Kafka's leader-epoch-checkpoint text: "0", a count, then "epoch startOffset" lines.
+Status ParseEpochCheckpoint(const std::string& text, std::vector<EpochRun>* out) {
+  std::istringstream in(text);
+  int version = -1;
+  int64_t count = -1;
+  if (!(in >> version) || version != 0 || !(in >> count) || count < 0)
+    return Status::Corruption("bad header");
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t epoch, offset;
+    if (!(in >> epoch >> offset) || epoch < 0 || epoch > INT32_MAX || offset < 0)
+      return Status::Corruption("bad entry " + std::to_string(i));
+    out->push_back({offset, static_cast<int32_t>(epoch), 0});
+  }
+  return Status::OK();
+}
+
+// The partition's entry in Kafka's recovery-point-offset-checkpoint beside it ("0", a count,
+// then "topic partition offset" lines), or -1 when there is none (nothing known flushed).
+int64_t RecoveryPoint(const std::string& partition_dir) {
+  const std::string name = BaseName(partition_dir);
+  const size_t dash = name.rfind('-');
+  if (dash == std::string::npos) return -1;
+  auto text = ReadFile(JoinPath(DirName(partition_dir), "recovery-point-offset-checkpoint"));
+  if (!text.ok()) return -1;
+  std::istringstream in(*text);
+  int version = -1;
+  int64_t count = -1;
+  if (!(in >> version >> count) || version != 0) return -1;
+  std::string topic, partition;
+  int64_t offset;
+  for (int64_t i = 0; i < count && (in >> topic >> partition >> offset); ++i)
+    if (topic == name.substr(0, dash) && partition == name.substr(dash + 1)) return offset;
+  return -1;
+}
+
+// What no CRC covers: partitionLeaderEpoch never decreases along the log (a batch without one,
+// -1, is passed over), and each batch's epoch is the one the leader-epoch-checkpoint gives for
+// its offset. The checkpoint may lag the log by the newest epochs (it is written by the next
+// flush), so a batch newer than the checkpoint's last entry is fine, unless it lies below the
+// recovery point (the flush that moved the recovery point past it wrote its epoch). One problem
+// per kind.
+void CheckEpochs(const std::string& dir, const std::vector<std::pair<std::string, EpochRun>>& runs,
+                 VerifyReport* report) {
+  const int64_t recovery_point = RecoveryPoint(dir);
+  int32_t prev = -1;
+  for (const auto& [log, r] : runs) {
+    if (r.epoch < -1 || (r.epoch < prev && r.epoch != -1) || (r.epoch == -1 && prev >= 0)) {
+      Add(report, log, r.position, ProblemKind::kEpoch,
+          "batch at offset " + std::to_string(r.first_offset) + " has partitionLeaderEpoch " +
+              std::to_string(r.epoch) + ", below the " + std::to_string(prev) +
+              " of the batch before it");
+      break;
+    }
+    prev = std::max(prev, r.epoch);
+  }
+  const std::string cp_path = JoinPath(dir, format::kLeaderEpochCheckpointFile);
+  auto text = ReadFile(cp_path);
+  if (!text.ok() || text->empty()) return;  // none: Kafka and silt rebuild it from the batches
+  std::vector<EpochRun> cp;
+  Status s = ParseEpochCheckpoint(*text, &cp);
+  if (!s.ok()) {
+    Add(report, cp_path, 0, ProblemKind::kEpoch, "unreadable: " + s.message());
+    return;
+  }
+  if (cp.empty()) return;
+  for (const auto& [log, r] : runs) {
+    if (r.epoch < 0) continue;
+    // The checkpoint entry in force at this batch's offset.
+    auto it = std::upper_bound(cp.begin(), cp.end(), r.first_offset,
+                               [](int64_t o, const EpochRun& e) { return o < e.first_offset; });
+    bool agrees;
+    std::string expected;
+    if (it == cp.begin()) {
+      agrees = r.epoch < cp.front().epoch;  // before every checkpointed epoch: an older one
+      expected = "an epoch below " + std::to_string(cp.front().epoch);
+    } else {
+      const EpochRun& in_force = *std::prev(it);
+      agrees = r.epoch == in_force.epoch ||
+               (r.epoch > in_force.epoch && it == cp.end() && r.first_offset >= recovery_point);
+      expected = "epoch " + std::to_string(in_force.epoch) + " (from offset " +
+                 std::to_string(in_force.first_offset) + ")";
+    }
+    if (!agrees) {
+      Add(report, log, r.position, ProblemKind::kEpoch,
+          "batch at offset " + std::to_string(r.first_offset) + " has partitionLeaderEpoch " +
+              std::to_string(r.epoch) + " but " + BaseName(cp_path) + " gives " + expected);
+      return;
+    }
+  }
+}
+
 Status VerifyPartition(const std::string& dir, ScanOptions options, VerifyReport* report) {
   if (CompactedByName(dir)) options.compacted = true;
   SILT_ASSIGN_OR_RETURN(std::vector<std::string> logs, SegmentLogs(dir));
   int64_t prev_last = -1;
+  std::string prev_log;
+  std::vector<std::pair<std::string, EpochRun>> runs;
   for (const auto& log : logs) {
     size_t before = report->segments.size();
     SILT_TRY(ScanLogFile(log, options, nullptr, report));
     if (report->segments.size() == before) continue;
     const SegmentReport& seg = report->segments.back();
+    for (const EpochRun& r : seg.epochs)
+      if (runs.empty() || runs.back().second.epoch != r.epoch) runs.emplace_back(log, r);
     if (prev_last >= 0 && seg.first_offset >= 0 && seg.first_offset <= prev_last)
       Add(report, log, 0, ProblemKind::kOffsets,
           "first offset " + std::to_string(seg.first_offset) +
               " is not after the previous segment's last offset " + std::to_string(prev_last));
-    else if (prev_last >= 0 && seg.first_offset > prev_last + 1 && !options.compacted)
+    else if (prev_last >= 0 && seg.first_offset > prev_last + 1 && !options.compacted &&
+             !HasQuarantine(prev_log) && !HasQuarantine(log))
       Add(report, log, 0, ProblemKind::kOffsets,
           "offsets jump from " + std::to_string(prev_last) + " to " +
               std::to_string(seg.first_offset) + " between segments");
-    if (seg.last_offset >= 0) prev_last = seg.last_offset;
+    if (seg.last_offset >= 0) {
+      prev_last = seg.last_offset;
+      prev_log = log;
+    }
   }
+  CheckEpochs(dir, runs, report);
   return Status::OK();
 }
 
@@ -276,9 +424,94 @@ const char* ProblemKindName(ProblemKind k) {
     case ProblemKind::kOffsets: return "offsets";
     case ProblemKind::kIndex: return "index";
     case ProblemKind::kTimeIndex: return "timeindex";
+    case ProblemKind::kEpoch: return "epoch";
   }
   return "unknown";
 }
+
+namespace {
+
+enum class Verdict { kGood, kTorn, kBad };
+
+// Examines the entry at `pos`: kGood fills `info` (bytes valid until the next Window call);
+// kTorn and kBad set `why`. kTorn means the entry claims to run past the end of the file.
+Status Examine(ChunkReader* reader, int64_t pos, int64_t size, const ScanOptions& options,
+               const format::ValidateLimits& limits, EntryInfo* info, Verdict* verdict,
+               std::string* why) {
+  *verdict = Verdict::kBad;
+  std::string_view prefix;
+  bool eof;
+  if (size - pos < kMagicPosition + 1) {
+    *verdict = Verdict::kTorn;
+    *why = "file ends " + std::to_string(size - pos) + " bytes into an entry header";
+    return Status::OK();
+  }
+  SILT_TRY(reader->Window(pos, kMagicPosition + 1, &prefix, &eof));
+  int64_t entry_offset = static_cast<int64_t>(DecodeBE64(prefix.data()));
+  int32_t length = static_cast<int32_t>(DecodeBE32(prefix.data() + 8));
+  int8_t magic = static_cast<int8_t>(prefix[kMagicPosition]);
+  int64_t entry_size = kLogOverhead + static_cast<int64_t>(length);
+  if (magic < 0 || magic > 2) {
+    *why = "unknown magic " + std::to_string(magic);
+    return Status::OK();
+  }
+  int64_t min_len = magic == 2 ? format::kBatchHeaderSize - kLogOverhead
+                               : (magic == 0 ? format::kLegacyV0MinSize : format::kLegacyV1MinSize);
+  if (length < min_len || entry_size > options.max_entry_size) {
+    *why = "entry length " + std::to_string(length) + " is out of bounds";
+    return Status::OK();
+  }
+  if (pos + entry_size > size) {
+    *verdict = Verdict::kTorn;
+    *why = "entry of " + std::to_string(entry_size) + " bytes cut short after " +
+           std::to_string(size - pos) + " bytes";
+    return Status::OK();
+  }
+  std::string_view e;
+  SILT_TRY(reader->Window(pos, entry_size, &e, &eof));
+  *info = EntryInfo{};
+  info->position = pos;
+  info->size = entry_size;
+  info->magic = magic;
+  info->bytes = e;
+  Status s;
+  if (magic == 2) {
+    format::FramingLimits fl;
+    fl.max_batch_size = options.max_entry_size;
+    fl.verify_crc = false;
+    s = format::CheckBatchFraming(e, fl, &info->header);
+    info->crc = info->header.crc;
+    const uint32_t computed = format::ComputeBatchCrc(e);
+    info->crc_valid = computed == info->crc;
+    info->first_offset = info->header.base_offset;
+    info->last_offset = info->header.last().value();
+    if (s.ok() && !info->crc_valid) {
+      char buf[80];
+      std::snprintf(buf, sizeof buf, "crc mismatch: stored 0x%08x, computed 0x%08x", info->crc,
+                    computed);
+      s = Status::Corruption(buf);
+    }
+    if (s.ok() && options.check_records) {
+      auto view = format::RecordBatchView::Parse(e, limits);
+      s = view.ok() ? view->Validate(limits) : view.status();
+    }
+  } else {
+    info->header.base_offset = entry_offset;
+    info->header.magic = magic;
+    info->first_offset = entry_offset;
+    info->last_offset = entry_offset;
+    s = CheckLegacy(e, info);
+  }
+  if (!s.ok()) {
+    *why = std::string(magic == 2 ? "batch" : "message") + " at offset " +
+           std::to_string(entry_offset) + ": " + s.message();
+    return Status::OK();
+  }
+  *verdict = Verdict::kGood;
+  return Status::OK();
+}
+
+}  // namespace
 
 Status ScanLogFile(const std::string& path, const ScanOptions& options,
                    const std::function<bool(const EntryInfo&)>& on_entry, VerifyReport* report) {
@@ -299,108 +532,101 @@ Status ScanLogFile(const std::string& path, const ScanOptions& options,
   int64_t pos = 0;
   int64_t prev_last = -1;
   bool stop = false;
+  bool after_damage = false;  // the entry before this one was damaged: a gap is expected
+  int quarantined = -1;       // HasQuarantine(path), looked up when first needed
   while (pos < size && !stop) {
-    std::string_view prefix;
-    bool eof;
-    SILT_TRY(reader.Window(pos, std::min<int64_t>(kMagicPosition + 1, size - pos), &prefix, &eof));
-    if (size - pos < kMagicPosition + 1) {
-      Add(report, path, pos, ProblemKind::kTornTail,
-          "file ends " + std::to_string(size - pos) + " bytes into an entry header");
-      seg.bad = true;
-      break;
-    }
-    int64_t entry_offset = static_cast<int64_t>(DecodeBE64(prefix.data()));
-    int32_t length = static_cast<int32_t>(DecodeBE32(prefix.data() + 8));
-    int8_t magic = static_cast<int8_t>(prefix[kMagicPosition]);
-    int64_t entry_size = kLogOverhead + static_cast<int64_t>(length);
-    if (magic < 0 || magic > 2) {
-      Add(report, path, pos, ProblemKind::kCorruption, "unknown magic " + std::to_string(magic));
-      seg.bad = true;
-      break;
-    }
-    int64_t min_len = magic == 2 ? format::kBatchHeaderSize - kLogOverhead
-                                 : (magic == 0 ? format::kLegacyV0MinSize : format::kLegacyV1MinSize);
-    if (length < min_len || entry_size > options.max_entry_size) {
-      Add(report, path, pos, ProblemKind::kCorruption,
-          "entry length " + std::to_string(length) + " is out of bounds");
-      seg.bad = true;
-      break;
-    }
-    if (pos + entry_size > size) {
-      Add(report, path, pos, ProblemKind::kTornTail,
-          "entry of " + std::to_string(entry_size) + " bytes cut short after " +
-              std::to_string(size - pos) + " bytes");
-      seg.bad = true;
-      break;
-    }
-    std::string_view e;
-    SILT_TRY(reader.Window(pos, entry_size, &e, &eof));
     EntryInfo info;
-    info.position = pos;
-    info.size = entry_size;
-    info.magic = magic;
-    info.bytes = e;
-    Status s;
-    if (magic == 2) {
-      format::FramingLimits fl;
-      fl.max_batch_size = options.max_entry_size;
-      fl.verify_crc = false;
-      s = format::CheckBatchFraming(e, fl, &info.header);
-      info.crc = info.header.crc;
-      info.crc_valid = format::ComputeBatchCrc(e) == info.crc;
-      info.first_offset = info.header.base_offset;
-      info.last_offset = info.header.last().value();
-      if (s.ok() && !info.crc_valid) {
-        char buf[80];
-        std::snprintf(buf, sizeof buf, "crc mismatch: stored 0x%08x, computed 0x%08x", info.crc,
-                      format::ComputeBatchCrc(e));
-        s = Status::Corruption(buf);
-      }
-      if (s.ok() && options.check_records) {
-        auto view = format::RecordBatchView::Parse(e, limits);
-        s = view.ok() ? view->Validate(limits) : view.status();
-      }
-    } else {
-      info.header.base_offset = entry_offset;
-      info.header.magic = magic;
-      info.first_offset = entry_offset;
-      info.last_offset = entry_offset;
-      s = CheckLegacy(e, &info);
-    }
-    if (!s.ok()) {
-      Add(report, path, pos, ProblemKind::kCorruption,
-          std::string(magic == 2 ? "batch" : "message") + " at offset " +
-              std::to_string(entry_offset) + ": " + s.message());
+    Verdict verdict;
+    std::string why;
+    SILT_TRY(Examine(&reader, pos, size, options, limits, &info, &verdict, &why));
+    if (verdict != Verdict::kGood) {
+      if (verdict == Verdict::kBad && on_entry && info.size > 0) on_entry(info);
       seg.bad = true;
-      if (on_entry) on_entry(info);
-      break;
+      if (seg.damaged.empty()) seg.valid_bytes = pos;
+      // Resynchronise: the next position whose entry validates whole (framing, CRC, records)
+      // and whose offsets come after the last good entry. Everything in between is damage.
+      int64_t next = -1;
+      EntryInfo found;
+      if (options.resync) {
+        for (int64_t p = pos + 1; p + kMagicPosition + 1 <= size; ++p) {
+          std::string_view prefix;
+          bool eof;
+          SILT_TRY(reader.Window(p, kMagicPosition + 1, &prefix, &eof));
+          const int8_t m = static_cast<int8_t>(prefix[kMagicPosition]);
+          if (m < 0 || m > 2) continue;
+          const int64_t len = static_cast<int32_t>(DecodeBE32(prefix.data() + 8));
+          if (len <= 0 || p + kLogOverhead + len > size) continue;
+          const int64_t first = static_cast<int64_t>(DecodeBE64(prefix.data()));
+          if (first <= prev_last || (seg.name_offset >= 0 && first < seg.name_offset)) continue;
+          // A segment's offsets stay within an int32 of its base (the indexes store them so):
+          // random bytes almost never pass this, so the costly whole-entry check below is rare.
+          const int64_t base = seg.name_offset >= 0 ? seg.name_offset : std::max<int64_t>(0, prev_last);
+          if (first - base > INT32_MAX) continue;
+          Verdict v;
+          std::string w;
+          EntryInfo candidate;
+          SILT_TRY(Examine(&reader, p, size, options, limits, &candidate, &v, &w));
+          if (v == Verdict::kGood) {
+            next = p;
+            found = candidate;
+            break;
+          }
+        }
+      }
+      const int64_t end = next >= 0 ? next : size;
+      seg.damaged.push_back({pos, end});
+      if (verdict == Verdict::kTorn && next < 0) {
+        Add(report, path, pos, ProblemKind::kTornTail, why);
+        break;
+      }
+      std::string detail = why + "; " + std::to_string(end - pos) + " bytes damaged";
+      if (next >= 0)
+        detail += ", the next valid batch is at position " + std::to_string(next) +
+                  " (offset " + std::to_string(found.first_offset) + ")";
+      else if (options.resync)
+        detail += ", no valid batch after them";
+      Add(report, path, pos, ProblemKind::kCorruption, std::move(detail));
+      if (next < 0) break;
+      pos = next;
+      after_damage = true;
+      continue;
     }
+    const int8_t magic = info.magic;
     if (prev_last >= 0 && info.first_offset <= prev_last) {
       Add(report, path, pos, ProblemKind::kOffsets,
           "offset " + std::to_string(info.first_offset) + " does not follow " +
               std::to_string(prev_last));
     } else if (prev_last >= 0 && info.first_offset != prev_last + 1 && !options.compacted &&
-               magic == 2) {
-      Add(report, path, pos, ProblemKind::kOffsets,
-          "offsets jump from " + std::to_string(prev_last) + " to " +
-              std::to_string(info.first_offset));
+               magic == 2 && !after_damage) {
+      if (quarantined < 0) quarantined = HasQuarantine(path) ? 1 : 0;
+      if (quarantined == 0)
+        Add(report, path, pos, ProblemKind::kOffsets,
+            "offsets jump from " + std::to_string(prev_last) + " to " +
+                std::to_string(info.first_offset));
     }
-    if (seg.entries == 0 && seg.name_offset >= 0 &&
+    if (seg.entries == 0 && seg.name_offset >= 0 && seg.damaged.empty() &&
         (info.first_offset < seg.name_offset ||
-         (info.first_offset != seg.name_offset && !options.compacted && magic == 2))) {
+         (info.first_offset != seg.name_offset && !options.compacted && magic == 2 &&
+          !HasQuarantine(path)))) {
       Add(report, path, pos, ProblemKind::kOffsets,
           "first offset " + std::to_string(info.first_offset) + " does not match the file name");
     }
+    after_damage = false;
     if (seg.entries == 0) seg.first_offset = info.first_offset;
     seg.last_offset = info.last_offset;
     seg.entries++;
-    seg.records += magic == 2 ? info.header.records_count : 1;
+    const int64_t records = magic == 2 ? info.header.records_count : 1;
+    seg.records += records;
+    if (magic == 2 && (seg.epochs.empty() ||
+                       seg.epochs.back().epoch != info.header.partition_leader_epoch))
+      seg.epochs.push_back({info.first_offset, info.header.partition_leader_epoch, pos});
     prev_last = std::max(prev_last, info.last_offset);
     idx.batches[pos] = {info.first_offset, info.last_offset};
     if (on_entry && !on_entry(info)) stop = true;
-    pos += entry_size;
+    pos += info.size;
   }
-  seg.valid_bytes = seg.bad ? pos : size;
+  if (!seg.bad) seg.valid_bytes = size;
+  for (const auto& r : seg.damaged) seg.damaged_bytes += r.end - r.start;
   idx.last_offset = seg.last_offset;
   if (options.check_indexes && EndsWith(path, format::kLogSuffix) && seg.name_offset >= 0 && !stop) {
     CheckOffsetIndex(SiblingPath(path, format::kIndexSuffix), idx, report);
@@ -484,58 +710,168 @@ class RepairLock {
   int fd_ = -1;
 };
 
-Status MoveToQuarantine(const std::string& from, std::vector<RepairAction>* actions) {
-  std::string to = from + ".quarantined";
-  SILT_TRY(RenameFile(from, to));
-  actions->push_back({"moved " + from + " to " + to});
-  return Status::OK();
-}
-
 }  // namespace
 
-Result<std::vector<RepairAction>> RepairPartition(const std::string& partition_dir,
-                                                  const ScanOptions& options) {
+// What the v2 header at the start of a damaged range says it held, when the header could not be
+// framed (a damaged length, say): recordsCount when lastOffsetDelta agrees with it, else the
+// smaller of the two that is plausible; 0 when neither is.
+int64_t HeaderRecordCount(const std::string& log, const DamagedRange& d) {
+  if (d.end - d.start < format::kBatchHeaderSize) return 0;
+  auto f = File::Open(log, File::kReadOnly);
+  std::string h;
+  if (!f.ok() || !f->PRead(d.start, format::kBatchHeaderSize, &h).ok() ||
+      static_cast<int64_t>(h.size()) < format::kBatchHeaderSize)
+    return 0;
+  const int64_t count = static_cast<int32_t>(DecodeBE32(h.data() + format::kRecordsCountOffset));
+  const int64_t delta = static_cast<int32_t>(DecodeBE32(h.data() + format::kLastOffsetDeltaOffset)) + int64_t{1};
+  const int64_t most = d.end - d.start;  // a record takes at least a byte
+  const bool count_ok = count > 0 && count <= most, delta_ok = delta > 0 && delta <= most;
+  if (count_ok && count == delta) return count;
+  if (count_ok && delta_ok) return std::min(count, delta);
+  return count_ok ? count : delta_ok ? delta : 0;
+}
+
+constexpr int64_t kCopyChunk = 1 << 20;
+
+Result<RepairResult> RepairPartition(const std::string& partition_dir, const ScanOptions& options,
+                                     bool dry_run) {
   RepairLock lock;
-  SILT_TRY(lock.Acquire(DirName(partition_dir)));
+  if (!dry_run) SILT_TRY(lock.Acquire(DirName(partition_dir)));
   ScanOptions o = options;
   if (CompactedByName(partition_dir)) o.compacted = true;
   o.check_indexes = false;
+  o.resync = true;
   SILT_ASSIGN_OR_RETURN(std::vector<std::string> logs, SegmentLogs(partition_dir));
-  std::vector<RepairAction> actions;
-  size_t bad = logs.size();
-  int64_t cut_at = 0;
+  if (!dry_run)
+    for (const auto& log : logs)  // left by a repair that crashed before its rename
+      if (PathExists(log + ".repairing")) SILT_TRY(RemoveFile(log + ".repairing"));
+  RepairResult result;
+  std::vector<SegmentReport> segs(logs.size());
+  // Per segment: the header's record count of each entry that starts a damaged range (when the
+  // header could be read), to count what a range at the end of a segment held.
+  std::vector<std::map<int64_t, int64_t>> damaged_counts(logs.size());
+  // Per segment: the offsets of each good batch, by position, to bound each damaged range.
+  std::vector<std::map<int64_t, std::pair<int64_t, int64_t>>> goods(logs.size());
   for (size_t i = 0; i < logs.size(); ++i) {
     VerifyReport r;
-    SILT_TRY(ScanLogFile(logs[i], o, nullptr, &r));
-    if (!r.segments.empty() && r.segments.back().bad) {
-      bad = i;
-      cut_at = r.segments.back().valid_bytes;
-      break;
+    std::map<int64_t, EntryInfo> seen;  // without bytes
+    SILT_TRY(ScanLogFile(logs[i], o, [&](const EntryInfo& e) {
+      EntryInfo copy = e;
+      copy.bytes = {};
+      seen[e.position] = copy;
+      return true;
+    }, &r));
+    if (r.segments.empty()) continue;
+    segs[i] = r.segments.back();
+    for (const auto& [position, e] : seen) {
+      const bool damaged = std::any_of(segs[i].damaged.begin(), segs[i].damaged.end(),
+                                       [&](const DamagedRange& d) { return d.start == position; });
+      if (!damaged)
+        goods[i][position] = {e.first_offset, e.last_offset};
+      else if (e.magic == 2 && e.header.records_count >= 0 &&
+               e.header.records_count <= e.header.last_offset_delta + 1)
+        damaged_counts[i][position] = e.header.records_count;
     }
   }
-  if (bad < logs.size()) {
-    const std::string& log = logs[bad];
-    // Cut bytes first go to the quarantine file (synced), then the segment is truncated: a crash
-    // in between leaves a copy, never a loss.
-    SILT_ASSIGN_OR_RETURN(File f, File::Open(log, File::kReadWrite));
-    SILT_ASSIGN_OR_RETURN(int64_t size, f.Size());
-    std::string tail;
-    SILT_TRY(f.PRead(cut_at, static_cast<size_t>(size - cut_at), &tail));
-    std::string qpath = log + "." + std::to_string(cut_at) + ".quarantined";
-    SILT_TRY(WriteFileAtomic(qpath, tail));
-    SILT_TRY(f.Truncate(cut_at));
-    SILT_TRY(f.Sync());
-    actions.push_back({"truncated " + log + " at byte " + std::to_string(cut_at) + "; " +
-                       std::to_string(size - cut_at) + " bytes moved to " + qpath});
-    for (size_t i = bad + 1; i < logs.size(); ++i) {
-      SILT_TRY(MoveToQuarantine(logs[i], &actions));
-      for (const char* suffix : {format::kIndexSuffix, format::kTimeIndexSuffix}) {
-        std::string p = SiblingPath(logs[i], suffix);
-        if (PathExists(p)) SILT_TRY(MoveToQuarantine(p, &actions));
+  // The offsets before and after each damaged range, from the good batches around it.
+  int64_t prev_last = -1;
+  std::vector<std::string> rewritten;
+  for (size_t i = 0; i < logs.size(); ++i) {
+    const SegmentReport& seg = segs[i];
+    const std::string& log = logs[i];
+    result.records_kept += seg.records;
+    result.bytes_kept += seg.file_size - seg.damaged_bytes;
+    if (seg.damaged.empty()) {
+      if (seg.last_offset >= 0) prev_last = seg.last_offset;
+      continue;
+    }
+    const auto& good = goods[i];
+    int64_t before = prev_last >= 0 ? prev_last : seg.name_offset - 1;
+    std::vector<DamagedRange> keep;  // the byte ranges that stay, in order
+    int64_t at = 0;
+    std::optional<File> in;
+    if (!dry_run) {
+      SILT_ASSIGN_OR_RETURN(File f, File::Open(log, File::kReadOnly));
+      in.emplace(std::move(f));
+    }
+    for (const DamagedRange& d : seg.damaged) {
+      // Offsets of the good batches before and after the range.
+      for (auto it = good.begin(); it != good.end() && it->first < d.start; ++it)
+        before = std::max(before, it->second.second);
+      int64_t after = -1;
+      if (auto it = good.lower_bound(d.end); it != good.end()) {
+        after = it->second.first;
+      } else {
+        for (size_t j = i + 1; j < logs.size() && after < 0; ++j) after = segs[j].first_offset;
       }
+      int64_t records = 0;
+      if (after >= 0 && before >= -1 && !o.compacted) {
+        records = std::max<int64_t>(0, after - before - 1);
+      } else if (auto it = damaged_counts[i].find(d.start); it != damaged_counts[i].end()) {
+        records = it->second;
+      } else {
+        records = HeaderRecordCount(log, d);
+      }
+      result.records_quarantined += records;
+      result.bytes_quarantined += d.end - d.start;
+      const std::string qpath = log + "." + std::to_string(d.start) + ".quarantined";
+      const std::string what = "bytes " + std::to_string(d.start) + ".." + std::to_string(d.end) +
+                               " of " + log + " (" + std::to_string(d.end - d.start) + " bytes, " +
+                               std::to_string(records) + " record" + (records == 1 ? "" : "s") +
+                               ")";
+      if (dry_run) {
+        result.actions.push_back({"would quarantine " + what + " to " + qpath});
+        continue;
+      }
+      // The damaged bytes go to their quarantine file (synced) before the segment changes: a
+      // crash in between leaves a copy, never a loss.
+      std::string damaged;
+      SILT_TRY(in->PRead(d.start, static_cast<size_t>(d.end - d.start), &damaged));
+      SILT_TRY(WriteFileAtomic(qpath, damaged));
+      result.actions.push_back({"quarantined " + what + " to " + qpath});
+      if (d.start > at) keep.push_back({at, d.start});
+      at = d.end;
     }
+    if (seg.last_offset >= 0) prev_last = std::max(prev_last, seg.last_offset);
+    if (dry_run) continue;
+    if (at < seg.file_size) keep.push_back({at, seg.file_size});
+    if (seg.damaged.size() == 1 && seg.damaged[0].end == seg.file_size) {
+      // Damage only at the end: a cut, as for a torn tail.
+      SILT_ASSIGN_OR_RETURN(File f, File::Open(log, File::kReadWrite));
+      SILT_TRY(f.Truncate(seg.damaged[0].start));
+      SILT_TRY(f.Sync());
+      result.actions.push_back({"truncated " + log + " at byte " +
+                                std::to_string(seg.damaged[0].start)});
+    } else {
+      // The good batches, in order and at their own offsets, replace the segment in one rename
+      // (a crash before it leaves the segment as it was, the quarantine copies beside it).
+      const std::string tmp = log + ".repairing";
+      int64_t written = 0;
+      {
+        SILT_ASSIGN_OR_RETURN(File out, File::Open(tmp, File::kCreate));
+        SILT_TRY(out.Truncate(0));
+        std::string chunk;
+        for (const DamagedRange& k : keep) {
+          for (int64_t p = k.start; p < k.end; p += kCopyChunk) {
+            const int64_t n = std::min<int64_t>(kCopyChunk, k.end - p);
+            SILT_TRY(in->PRead(p, static_cast<size_t>(n), &chunk));
+            if (static_cast<int64_t>(chunk.size()) != n)
+              return Status::IOError(log + " changed during repair");
+            SILT_TRY(out.PWrite(written, chunk));
+            written += n;
+          }
+        }
+        SILT_TRY(out.Sync());
+      }
+      SILT_TRY(RenameFile(tmp, log));
+      result.actions.push_back({"rewrote " + log + " with the " + std::to_string(seg.entries) +
+                                " valid batches (" + std::to_string(written) + " bytes)"});
+    }
+    rewritten.push_back(log);
   }
-  // Rebuild the indexes of every segment whose index no longer matches its log.
+  if (dry_run) return result;
+  // Rebuild the indexes of every segment whose index no longer matches its log (every rewritten
+  // segment's: its batches moved).
   VerifyReport check;
   ScanOptions ci = options;
   ci.check_records = false;
@@ -543,11 +879,14 @@ Result<std::vector<RepairAction>> RepairPartition(const std::string& partition_d
   std::set<std::string> stale;
   for (const auto& p : check.problems)
     if (p.kind == ProblemKind::kIndex || p.kind == ProblemKind::kTimeIndex) stale.insert(p.file);
+  for (const auto& log : rewritten)
+    for (const char* suffix : {format::kIndexSuffix, format::kTimeIndexSuffix})
+      if (PathExists(SiblingPath(log, suffix))) stale.insert(SiblingPath(log, suffix));
   for (const auto& p : stale) {
     SILT_TRY(RemoveFile(p));
-    actions.push_back({"removed stale index " + p});
+    result.actions.push_back({"removed stale index " + p});
   }
-  if (!actions.empty()) {
+  if (!result.actions.empty()) {
     // Opening the partition writable rebuilds missing indexes (PartitionLog recovery).
     PartitionLog::OpenOptions oo;
     oo.create = false;
@@ -555,10 +894,10 @@ Result<std::vector<RepairAction>> RepairPartition(const std::string& partition_d
     if (o.compacted) config.cleanup_policy = "compact";
     SILT_ASSIGN_OR_RETURN(auto plog, PartitionLog::Open(partition_dir, config, oo));
     SILT_TRY(plog->Close());
-    actions.push_back({"rebuilt the indexes of " + partition_dir});
+    result.actions.push_back({"rebuilt the indexes of " + partition_dir});
   }
   SILT_TRY(SyncDir(partition_dir));
-  return actions;
+  return result;
 }
 
 }  // namespace silt::storage

@@ -23,10 +23,12 @@ enum class ProblemKind {
   kTornTail,     // the file ends part-way through an entry
   kCorruption,   // bad CRC, magic, length, or records that do not match their header
   kOffsets,      // offsets not increasing, a gap in a non-compacted log, or first offset != name
+                 // (a gap or first offset is accepted beside the segment's quarantine files)
   kIndex,        // an .index entry not pointing at the batch holding its offset
   kTimeIndex,    // a .timeindex entry out of order or pointing outside the segment
+  kEpoch,        // partitionLeaderEpoch decreasing, or disagreeing with leader-epoch-checkpoint
 };
-const char* ProblemKindName(ProblemKind k);  // "torn-tail", "corruption", "offsets", ...
+const char* ProblemKindName(ProblemKind k);  // "torn-tail", "corruption", "offsets", "epoch"...
 
 struct Problem {
   std::string file;
@@ -55,18 +57,39 @@ struct ScanOptions {
   bool check_records = true;     // decode the records of each batch, not just the header + CRC
   bool check_indexes = true;     // check the .index/.timeindex beside a .log
   int64_t max_entry_size = 1LL << 30;
+  // After a damaged entry, look for the next position holding an entry that validates whole
+  // (magic, length bounds, CRC, records, offsets after the last good entry) and go on from there.
+  // Off: the rest of the file after the first damage is not interpreted.
+  bool resync = true;
+};
+
+// Bytes [start, end) of a .log file that hold no valid entry: damage between two good entries,
+// or from the damage to the end of the file.
+struct DamagedRange {
+  int64_t start = 0;
+  int64_t end = 0;
+};
+
+// Where a run of batches with one partitionLeaderEpoch starts.
+struct EpochRun {
+  int64_t first_offset = 0;
+  int32_t epoch = -1;
+  int64_t position = 0;
 };
 
 struct SegmentReport {
   std::string path;
   int64_t name_offset = -1;     // from the file name, -1 if not a segment name
   int64_t file_size = 0;
-  int64_t valid_bytes = 0;      // bytes before the first bad entry (== file_size when clean)
+  int64_t valid_bytes = 0;      // bytes before the first damaged range (== file_size when sound)
   int64_t entries = 0;
   int64_t records = 0;
   int64_t first_offset = -1;
   int64_t last_offset = -1;
   bool bad = false;             // a problem in the .log itself (not only its indexes)
+  std::vector<DamagedRange> damaged;  // in file order; empty when the .log is sound
+  int64_t damaged_bytes = 0;          // sum of the damaged ranges
+  std::vector<EpochRun> epochs;       // the v2 batches' epochs, one entry per change
 };
 
 struct VerifyReport {
@@ -77,8 +100,10 @@ struct VerifyReport {
 };
 
 // Walks the .log file at `path`, calling `on_entry` for each whole entry (stop by returning
-// false) and appending problems to `report`. After the first damaged entry the rest of the file
-// is not interpreted (sizes can no longer be trusted). IOError only when the file cannot be read.
+// false) and appending problems to `report`. After a damaged entry the scan resynchronises on
+// the next entry that validates (ScanOptions::resync) and goes on; each damaged range is one
+// problem and is listed in the SegmentReport. `on_entry` also sees a damaged entry whose bytes
+// could be framed. IOError only when the file cannot be read.
 Status ScanLogFile(const std::string& path, const ScanOptions& options,
                    const std::function<bool(const EntryInfo&)>& on_entry, VerifyReport* report);
 
@@ -87,15 +112,29 @@ Status ScanLogFile(const std::string& path, const ScanOptions& options,
 Status VerifyPath(const std::string& path, const ScanOptions& options, VerifyReport* report);
 
 struct RepairAction {
-  std::string description;  // one line, e.g. "truncated 00..0.log at 4096; 512 bytes to ..."
+  std::string description;  // one line, e.g. "quarantined bytes 4096..4608 of 00..0.log (...)"
 };
 
-// Repairs one partition directory after `VerifyPath` found damage in it: truncates the first
-// damaged segment at the start of its first bad entry, moves the cut bytes — and every later
-// segment of the partition — into quarantine files beside the data (never deletes them),
-// and rebuilds the indexes of the truncated segment. Running it on a clean partition does
-// nothing. Busy when a writer holds the data directory's lock.
-Result<std::vector<RepairAction>> RepairPartition(const std::string& partition_dir,
-                                                  const ScanOptions& options);
+struct RepairResult {
+  std::vector<RepairAction> actions;  // in the order done (or, for a dry run, to be done)
+  int64_t records_kept = 0;           // records of the valid batches, all of the partition's
+  int64_t bytes_kept = 0;
+  // Records the quarantined bytes held: the offsets missing between the kept batches around
+  // each damaged range (in a compacted log, or with no batch after the range, the record count
+  // of the damaged batch's header when it was readable).
+  int64_t records_quarantined = 0;
+  int64_t bytes_quarantined = 0;
+};
+
+// Repairs one partition directory after `VerifyPath` found damage in it. Each damaged range of a
+// segment (from a bad entry to the next entry that validates, see ScanOptions::resync) is copied
+// to <segment>.log.<position>.quarantined beside it (synced, never deleted), then the segment
+// keeps every valid batch at its own offset: cut when the damage runs to its end, otherwise
+// rewritten (atomically, by rename) without the damaged bytes. The indexes of changed segments
+// are rebuilt. Running it on a clean partition does nothing. With `dry_run`, changes nothing and
+// takes no lock: `actions` say what would be done and the counts what would be kept and
+// quarantined. Busy when a writer holds the data directory's lock.
+Result<RepairResult> RepairPartition(const std::string& partition_dir, const ScanOptions& options,
+                                     bool dry_run = false);
 
 }  // namespace silt::storage
