@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 
 mkdir -p "$TMP/bin"
-ln -s "$SILT" "$TMP/bin/silt"
+ln -s "$(realpath "$SILT")" "$TMP/bin/silt"
 PATH="$TMP/bin:$PATH"
 "$SILT" completion bash >"$TMP/silt.bash"
 # shellcheck disable=SC1091
