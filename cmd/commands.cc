@@ -6,6 +6,7 @@ RunFn RegisterCompletion(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterDumpSegment(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g);
+RunFn RegisterPerf(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterProduce(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterServe(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g);
@@ -22,6 +23,8 @@ const CommandInfo kCommands[] = {
      RegisterDumpSegment},
     {"verify-crc", "check (and with --repair, fix) segment files, partitions or data dirs",
      RegisterVerifyCrc},
+    {"perf", "measure produce and consume rates and latencies, like Kafka's perf-test tools",
+     RegisterPerf},
     {"serve", "run a broker that speaks the Kafka protocol", RegisterServe},
     {"completion", "print a shell completion script (bash, zsh or fish)", RegisterCompletion},
 };

@@ -39,6 +39,7 @@ struct ConsumeArgs {
   int64_t count = -1;
   std::string format = "text";
   std::string group;
+  bool null_marker = false;
 };
 
 std::atomic<bool> g_stop{false};
@@ -108,6 +109,7 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
                 DidYouMean(a.format, {"text", "json"}));
   auto formatter = client::RecordFormatter::Parse(a.format);
   if (!formatter.ok()) return Fail(formatter.status());
+  if (a.null_marker) formatter->set_null_marker("NULL");
   auto source = OpenSource(g, args, *spec);
   if (!source.ok()) return Fail(source.status());
   client::Consumer& consumer = *source->consumer;
@@ -187,7 +189,9 @@ RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g) {
   sub->add_flag("-f,--follow", a->follow, "keep waiting for new records, like tail -f");
   sub->add_option("-c,--count", a->count, "stop after N records")->check(NonNegative());
   sub->add_option("--format", a->format,
-                  "text (the value), json, or a template of %t %p %o %k %s %T %T{iso} %h");
+                  "text (the value), json, or a template of %t %p %o %k %s %K %S %T %T{iso} %h");
+  sub->add_flag("-Z,--null", a->null_marker,
+                "print a null key or value as NULL instead of nothing (json prints null)");
   sub->add_option("-g,--group", a->group,
                   "consumer group: resume after its recorded position and record the new one")
       ->type_name("GROUP");

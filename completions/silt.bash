@@ -34,6 +34,9 @@ _silt() {
       "group:delete") path="group/delete" ;;
       ":dump-segment") path="dump-segment" ;;
       ":verify-crc") path="verify-crc" ;;
+      ":perf") path="perf" ;;
+      "perf:produce") path="perf/produce" ;;
+      "perf:consume") path="perf/consume" ;;
       ":serve") path="serve" ;;
       ":completion") path="completion" ;;
     esac
@@ -100,6 +103,30 @@ _silt() {
     "group/delete:-b"|"group/delete:--bootstrap-server") kind="none" ;;
     "dump-segment:--format") kind="enum:text json" ;;
     "verify-crc:--format") kind="enum:text json" ;;
+    "perf:-d"|"perf:--data-dir") kind="dir" ;;
+    "perf:-b"|"perf:--bootstrap-server") kind="none" ;;
+    "perf/produce:-t"|"perf/produce:--topic") kind="topic" ;;
+    "perf/produce:-n"|"perf/produce:--num-records") kind="none" ;;
+    "perf/produce:-s"|"perf/produce:--record-size") kind="none" ;;
+    "perf/produce:--throughput") kind="none" ;;
+    "perf/produce:--acks") kind="enum:0 1 all -1" ;;
+    "perf/produce:-z"|"perf/produce:--compression") kind="enum:none gzip snappy lz4 zstd" ;;
+    "perf/produce:-p"|"perf/produce:--partition") kind="none" ;;
+    "perf/produce:--batch-size") kind="none" ;;
+    "perf/produce:--linger-ms") kind="none" ;;
+    "perf/produce:--interval-ms") kind="none" ;;
+    "perf/produce:--format") kind="enum:text json" ;;
+    "perf/produce:-d"|"perf/produce:--data-dir") kind="dir" ;;
+    "perf/produce:-b"|"perf/produce:--bootstrap-server") kind="none" ;;
+    "perf/consume:-t"|"perf/consume:--topic") kind="topic" ;;
+    "perf/consume:-n"|"perf/consume:--num-records") kind="none" ;;
+    "perf/consume:-p"|"perf/consume:--partition") kind="none" ;;
+    "perf/consume:-o"|"perf/consume:--offset") kind="none" ;;
+    "perf/consume:--timeout-ms") kind="none" ;;
+    "perf/consume:--interval-ms") kind="none" ;;
+    "perf/consume:--format") kind="enum:text json" ;;
+    "perf/consume:-d"|"perf/consume:--data-dir") kind="dir" ;;
+    "perf/consume:-b"|"perf/consume:--bootstrap-server") kind="none" ;;
     "serve:-c"|"serve:--config") kind="file" ;;
     "serve:-d"|"serve:--data-dir") kind="dir" ;;
     "serve:--listen") kind="none" ;;
@@ -139,9 +166,9 @@ _silt() {
   esac
   local words
   case "$path" in
-    "") words="produce consume topic group dump-segment verify-crc serve completion -h --help -V --version" ;;
+    "") words="produce consume topic group dump-segment verify-crc perf serve completion -h --help -V --version" ;;
     "produce") words="-h --help -t --topic -K --key-delimiter -k --key -H --header -p --partition --partitioner -z --compression --format --batch-size --linger-ms --no-create --acks --no-idempotence -d --data-dir -b --bootstrap-server" ;;
-    "consume") words="-h --help -t --topic -p --partition -o --offset -f --follow -c --count --format -g --group -d --data-dir -b --bootstrap-server" ;;
+    "consume") words="-h --help -t --topic -p --partition -o --offset -f --follow -c --count --format -Z --null -g --group -d --data-dir -b --bootstrap-server" ;;
     "topic") words="create list describe delete alter-config -h --help -d --data-dir -b --bootstrap-server" ;;
     "topic/create") words="-h --help --partitions --replication-factor --config -d --data-dir -b --bootstrap-server" ;;
     "topic/list") words="-h --help --format -d --data-dir -b --bootstrap-server" ;;
@@ -155,6 +182,9 @@ _silt() {
     "group/delete") words="-h --help -d --data-dir -b --bootstrap-server" ;;
     "dump-segment") words="-h --help --records --format --json --shallow --iso-time" ;;
     "verify-crc") words="-h --help --repair --dry-run --format --json -q --quiet --shallow" ;;
+    "perf") words="produce consume -h --help -d --data-dir -b --bootstrap-server" ;;
+    "perf/produce") words="-h --help -t --topic -n --num-records -s --record-size --throughput --acks --no-idempotence -z --compression -p --partition --batch-size --linger-ms --interval-ms --format -d --data-dir -b --bootstrap-server" ;;
+    "perf/consume") words="-h --help -t --topic -n --num-records -p --partition -o --offset --timeout-ms --interval-ms --format -d --data-dir -b --bootstrap-server" ;;
     "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --node-id --peers --cluster-id --set --log-level" ;;
     "completion") words="-h --help" ;;
   esac

@@ -31,6 +31,7 @@ _silt() {
     'group:list, describe, reset and delete consumer-group positions'
     'dump-segment:print the batches, records and index entries of segment files'
     'verify-crc:check (and with --repair, fix) segment files, partitions or data dirs'
+    'perf:measure produce and consume rates and latencies, like Kafka'\''s perf-test tools'
     'serve:run a broker that speaks the Kafka protocol'
     'completion:print a shell completion script (bash, zsh or fish)'
   )
@@ -45,6 +46,7 @@ _silt() {
         group) _silt_group ;;
         dump-segment) _silt_dump_segment ;;
         verify-crc) _silt_verify_crc ;;
+        perf) _silt_perf ;;
         serve) _silt_serve ;;
         completion) _silt_completion ;;
       esac ;;
@@ -100,7 +102,9 @@ _silt_consume() {
     '--follow[keep waiting for new records, like tail -f]'
     '-c[stop after N records]:value: '
     '--count[stop after N records]:value: '
-    '--format[text (the value), json, or a template of %t %p %o %k %s %T %T{iso} %h]:value: '
+    '--format[text (the value), json, or a template of %t %p %o %k %s %K %S %T %T{iso} %h]:value: '
+    '-Z[print a null key or value as NULL instead of nothing (json prints null)]'
+    '--null[print a null key or value as NULL instead of nothing (json prints null)]'
     '-g[consumer group: resume after its recorded position and record the new one]:value:_silt_groups'
     '--group[consumer group: resume after its recorded position and record the new one]:value:_silt_groups'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
@@ -358,6 +362,89 @@ _silt_verify_crc() {
   subs=(
   )
   _arguments -s $opts '*:path:_files'
+}
+
+_silt_perf() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
+    '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '
+  )
+  subs=(
+    'produce:write generated records and measure the rate and each record'\''s latency'
+    'consume:read a topic and measure the rate'
+  )
+  _arguments -C -s $opts '1: :->cmd' '*:: :->args'
+  case $state in
+    cmd) _describe 'command' subs ;;
+    args)
+      case $words[1] in
+        produce) _silt_perf_produce ;;
+        consume) _silt_perf_consume ;;
+      esac ;;
+  esac
+}
+
+_silt_perf_produce() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '-t[topic to write to]:value:_silt_topics'
+    '--topic[topic to write to]:value:_silt_topics'
+    '-n[records to write]:value: '
+    '--num-records[records to write]:value: '
+    '-s[bytes in each value (default 100)]:value: '
+    '--record-size[bytes in each value (default 100)]:value: '
+    '--throughput[at most N records/s (default -1: as fast as it goes)]:value: '
+    '--acks[with -b: acknowledgements to wait for: 0, 1 or all (default all)]:value:(0 1 all -1)'
+    '--no-idempotence[with -b: no producer id and sequence numbers]'
+    '-z[none, gzip, snappy, lz4 or zstd]:value:(none gzip snappy lz4 zstd)'
+    '--compression[none, gzip, snappy, lz4 or zstd]:value:(none gzip snappy lz4 zstd)'
+    '-p[write every record to partition N]:value: '
+    '--partition[write every record to partition N]:value: '
+    '--batch-size[close a batch at this many bytes (default 256 KiB)]:value: '
+    '--linger-ms[send a batch once it waited MS (default 5)]:value: '
+    '--interval-ms[report every MS (default 5000)]:value: '
+    '--format[output format: text or json]:value:(text json)'
+    '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
+    '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '
+  )
+  subs=(
+  )
+  _arguments -s $opts
+}
+
+_silt_perf_consume() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '-t[topic to read]:value:_silt_topics'
+    '--topic[topic to read]:value:_silt_topics'
+    '-n[stop after N records, waiting for them (default: read to the end)]:value: '
+    '--num-records[stop after N records, waiting for them (default: read to the end)]:value: '
+    '-p[read only partition N (repeatable)]:value: '
+    '--partition[read only partition N (repeatable)]:value: '
+    '-o[start at beginning, end, N, -N or @TIME (default beginning)]:value: '
+    '--offset[start at beginning, end, N, -N or @TIME (default beginning)]:value: '
+    '--timeout-ms[with -n: give up after MS without a record (default 10000)]:value: '
+    '--interval-ms[report every MS (default 5000)]:value: '
+    '--format[output format: text or json]:value:(text json)'
+    '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
+    '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '
+  )
+  subs=(
+  )
+  _arguments -s $opts
 }
 
 _silt_serve() {

@@ -222,10 +222,10 @@ Result<RecordFormatter> RecordFormatter::Parse(std::string_view format) {
         lit.push_back('%');
         continue;
       }
-      if (std::strchr("tpoksTh", t) == nullptr)
+      if (std::strchr("tpoksTKSh", t) == nullptr)
         return Status::InvalidArgument("bad format '" + std::string(format) +
                                        "': unknown token %" + std::string(1, t) +
-                                       " (known: %t %p %o %k %s %T %T{iso} %h %%)");
+                                       " (known: %t %p %o %k %s %K %S %T %T{iso} %h %%)");
       // %T{iso}: the timestamp as ISO-8601 UTC; stored as the token 'I'.
       if (t == 'T' && format.substr(i + 1, 5) == "{iso}") {
         t = 'I';
@@ -244,7 +244,10 @@ Result<RecordFormatter> RecordFormatter::Parse(std::string_view format) {
 void RecordFormatter::AppendFormatted(std::string_view topic, int32_t partition,
                                       const format::RecordView& r, std::string* out) const {
   switch (kind_) {
-    case Kind::kText:  // Append handles it inline
+    case Kind::kText:  // Append handles it inline unless nulls have a marker
+      if (r.value_null) out->append(null_marker_);
+      else out->append(r.value.data(), r.value.size());
+      out->push_back('\n');
       return;
     case Kind::kJson: {
       Lit(out, "{\"topic\":");
@@ -280,8 +283,18 @@ void RecordFormatter::AppendFormatted(std::string_view topic, int32_t partition,
           case 't': out->append(topic); break;
           case 'p': AppendInt(partition, out); break;
           case 'o': AppendInt(r.offset, out); break;
-          case 'k': out->append(r.key); break;
-          case 's': out->append(r.value); break;
+          case 'k':
+            if (r.key_null) out->append(null_marker_);
+            else out->append(r.key);
+            break;
+          case 's':
+            if (r.value_null) out->append(null_marker_);
+            else out->append(r.value);
+            break;
+          case 'K': AppendInt(r.key_null ? -1 : static_cast<int64_t>(r.key.size()), out); break;
+          case 'S':
+            AppendInt(r.value_null ? -1 : static_cast<int64_t>(r.value.size()), out);
+            break;
           case 'T': AppendInt(r.timestamp, out); break;
           case 'I':
             if (r.timestamp < 0) AppendInt(r.timestamp, out);  // no timestamp (-1)

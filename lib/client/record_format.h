@@ -10,7 +10,9 @@
 //
 // Templates (kcat's tokens): %t topic, %p partition, %o offset, %k key, %s value,
 // %T timestamp (ms), %T{iso} timestamp as ISO-8601 UTC (2026-01-02T03:04:05.000Z), %h headers
-// as k=v,k=v, %% a percent sign; escapes \n \t \r \\.
+// as k=v,k=v, %K and %S the key's and the value's length in bytes (-1 for a null), %% a percent
+// sign; escapes \n \t \r \\. A null key or value prints as nothing, or as the null marker
+// when one is set (kcat's -Z: "NULL"), in templates and in the text form.
 #pragma once
 
 #include <cstdint>
@@ -49,9 +51,16 @@ class RecordFormatter {
   static Result<RecordFormatter> Parse(std::string_view format);
 
   Kind kind() const { return kind_; }
+  // What a null key or value prints as in the text and template forms (default: nothing). JSON
+  // always prints null.
+  void set_null_marker(std::string marker) {
+    null_marker_ = std::move(marker);
+    has_null_marker_ = true;
+  }
+
   void Append(std::string_view topic, int32_t partition, const format::RecordView& r,
               std::string* out) const {
-    if (kind_ == Kind::kText) {  // the common case, kept inline
+    if (kind_ == Kind::kText && !has_null_marker_) {  // the common case, kept inline
       out->append(r.value.data(), r.value.size());
       out->push_back('\n');
       return;
@@ -68,6 +77,8 @@ class RecordFormatter {
   };
   Kind kind_ = Kind::kText;
   std::vector<Piece> pieces_;
+  bool has_null_marker_ = false;
+  std::string null_marker_;
 };
 
 // One record to produce, as read from input.

@@ -126,6 +126,56 @@ TEST_CASE("%T{iso} prints the timestamp as ISO-8601 UTC and %T stays millisecond
   CHECK(out == "-1 -1 -1{x}\n");
 }
 
+TEST_CASE("%K and %S print the key's and the value's length, -1 for a null") {
+  auto f = RecordFormatter::Parse("%K %S\\n");
+  REQUIRE(f.ok());
+  std::string out;
+  f->Append("t", 0, View("user1", "clicked"), &out);
+  CHECK(out == "5 7\n");
+  format::RecordView nulls = View("", "");
+  nulls.key_null = true;
+  nulls.value_null = true;
+  out.clear();
+  f->Append("t", 0, nulls, &out);
+  CHECK(out == "-1 -1\n");
+  format::RecordView empty = View("", "");
+  empty.key_null = false;
+  empty.value_null = false;
+  out.clear();
+  f->Append("t", 0, empty, &out);
+  CHECK(out == "0 0\n");
+}
+
+TEST_CASE("a null marker stands for null keys and values in templates and text, not empty ones") {
+  format::RecordView nulls = View("", "");
+  nulls.key_null = true;
+  nulls.value_null = true;
+  format::RecordView empty = View("", "");
+  empty.key_null = false;
+  empty.value_null = false;
+  auto f = RecordFormatter::Parse("[%k][%s]\\n");
+  REQUIRE(f.ok());
+  std::string out;
+  f->Append("t", 0, nulls, &out);
+  CHECK(out == "[][]\n");  // without a marker a null prints as nothing
+  f->set_null_marker("NULL");
+  out.clear();
+  f->Append("t", 0, nulls, &out);
+  f->Append("t", 0, empty, &out);
+  CHECK(out == "[NULL][NULL]\n[][]\n");
+  auto text = RecordFormatter::Parse("text");
+  text->set_null_marker("NULL");
+  out.clear();
+  text->Append("t", 0, nulls, &out);
+  text->Append("t", 0, View("k", "v"), &out);
+  CHECK(out == "NULL\nv\n");
+  auto json = RecordFormatter::Parse("json");
+  json->set_null_marker("NULL");
+  out.clear();
+  json->Append("t", 0, nulls, &out);
+  CHECK(out.find("\"key\":null,\"value\":null") != std::string::npos);
+}
+
 TEST_CASE("templates with unknown tokens are rejected") {
   CHECK_FALSE(RecordFormatter::Parse("%x").ok());
   CHECK_FALSE(RecordFormatter::Parse("value %").ok());
