@@ -763,7 +763,8 @@ Result<RepairResult> RepairPartition(const std::string& partition_dir, const Sca
     }, &r));
     if (r.segments.empty()) continue;
     segs[i] = r.segments.back();
-    for (const auto& [position, e] : seen) {
+    for (const auto& [pos, e] : seen) {
+      const int64_t position = pos;  // a structured binding cannot be captured (clang 14)
       const bool damaged = std::any_of(segs[i].damaged.begin(), segs[i].damaged.end(),
                                        [&](const DamagedRange& d) { return d.start == position; });
       if (!damaged)
