@@ -617,7 +617,9 @@ Status ImageStore::AlterTopicConfig(const std::string& name, const ConfigEdit& e
 
 std::vector<broker::BrokerEndpoint> ImageStore::Brokers() {
   std::vector<broker::BrokerEndpoint> out;
-  for (const auto& [id, b] : node_->image()->brokers()) {
+  // Held for the loop: a range-for keeps only the last temporary alive, not the image.
+  auto img = node_->image();
+  for (const auto& [id, b] : img->brokers()) {
     if (!b.fenced) out.push_back(broker::BrokerEndpoint{b.id, b.host, b.port});
   }
   return out;
