@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "client/connection.h"
+#include "net/connection.h"
 #include "format/record_batch.h"
 #include "protocol/messages.h"
 
@@ -70,14 +70,14 @@ int main(int argc, char** argv) {
     else return Usage();
   }
   if (bootstrap.empty() || topic.empty() || k < 1 || m < 1 || requests < 1 || depth < 1) return Usage();
-  auto hps = client::ParseBootstrap(bootstrap);
+  auto hps = net::ParseBootstrap(bootstrap);
   if (!hps.ok() || hps->empty()) return Usage();
-  auto conn = client::Connection::Open(hps->front(), "produce-request-bench", 10000);
+  auto conn = net::Connection::Open(hps->front(), "produce-request-bench", 10000);
   if (!conn.ok()) {
     std::fprintf(stderr, "%s\n", conn.status().ToString().c_str());
     return 1;
   }
-  client::Connection& c = **conn;
+  net::Connection& c = **conn;
   auto version = c.RequireVersion(protocol::ApiKey::kProduce);
   if (!version.ok()) {
     std::fprintf(stderr, "%s\n", version.status().ToString().c_str());

@@ -12,11 +12,16 @@
 #include <vector>
 
 #include "base/status.h"
-#include "client/connection.h"
+#include "net/connection.h"
 #include "protocol/errors.h"
 #include "protocol/messages.h"
 
 namespace silt::client {
+
+// The connection lives one layer down (lib/net), shared with the cluster's replica fetcher.
+using net::Connection;
+using net::HostPort;
+using net::ParseBootstrap;
 
 struct ClusterOptions {
   std::vector<HostPort> bootstrap;

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "client/connection.h"
+#include "net/connection.h"
 #include "client/consumer_protocol.h"
 
 using namespace silt;
@@ -124,7 +124,7 @@ TEST_CASE("the range assignor assigns per topic and leaves surplus members empty
 }
 
 TEST_CASE("bootstrap lists parse hosts, ports, IPv6 literals and the default port") {
-  auto r = ParseBootstrap("localhost:9093, 10.0.0.1:19092,[::1]:9000,kafka");
+  auto r = net::ParseBootstrap("localhost:9093, 10.0.0.1:19092,[::1]:9000,kafka");
   REQUIRE(r.ok());
   REQUIRE(r->size() == 4);
   CHECK((*r)[0].host == "localhost");
@@ -133,8 +133,8 @@ TEST_CASE("bootstrap lists parse hosts, ports, IPv6 literals and the default por
   CHECK((*r)[2].host == "::1");
   CHECK((*r)[2].port == 9000);
   CHECK((*r)[3].port == 9092);
-  CHECK_FALSE(ParseBootstrap("host:").ok());
-  CHECK_FALSE(ParseBootstrap("host:99999").ok());
-  CHECK_FALSE(ParseBootstrap("host:12a").ok());
-  CHECK_FALSE(ParseBootstrap("").ok());
+  CHECK_FALSE(net::ParseBootstrap("host:").ok());
+  CHECK_FALSE(net::ParseBootstrap("host:99999").ok());
+  CHECK_FALSE(net::ParseBootstrap("host:12a").ok());
+  CHECK_FALSE(net::ParseBootstrap("").ok());
 }

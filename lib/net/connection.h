@@ -21,7 +21,7 @@
 #include "protocol/api_table.h"
 #include "protocol/header.h"
 
-namespace silt::client {
+namespace silt::net {
 
 struct HostPort {
   std::string host;
@@ -35,10 +35,11 @@ Result<std::vector<HostPort>> ParseBootstrap(std::string_view list);
 
 class Connection {
  public:
-  // Connects (resolving `hp`, trying each address) within `timeout_ms` and runs ApiVersions.
+  // Connects (resolving `hp`, trying each address) within `timeout_ms`, writes `preamble` if
+  // any (a peer connection's first bytes, before the Kafka protocol), and runs ApiVersions.
   // IOError (with the address) when the broker cannot be reached or the handshake fails.
   static Result<std::unique_ptr<Connection>> Open(const HostPort& hp, const std::string& client_id,
-                                                  int timeout_ms);
+                                                  int timeout_ms, std::string_view preamble = {});
   ~Connection();
 
   const HostPort& address() const { return hp_; }
@@ -109,6 +110,8 @@ class Connection {
   };
   Connection(HostPort hp, std::string client_id, int fd, int timeout_ms);
   Status SendFrame(std::string_view frame, const protocol::RequestHeader& h, bool expect_response);
+  // Writes bytes as they are (the frame, or a preamble before the handshake).
+  Status WriteRaw(std::string_view bytes);
   Status ReadFull(char* p, size_t n, int64_t deadline);
   Status Handshake();
   Status Broken(const std::string& what);
@@ -129,4 +132,4 @@ class Connection {
 // The version range lib/protocol can code for `key` on the client side, or nullptr.
 const std::pair<int16_t, int16_t>* ClientVersionRange(protocol::ApiKey key);
 
-}  // namespace silt::client
+}  // namespace silt::net

@@ -1,5 +1,5 @@
 // Client connection: sockets, framing, ApiVersions negotiation.
-#include "client/connection.h"
+#include "net/connection.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -17,7 +17,7 @@
 #include "protocol/errors.h"
 #include "protocol/messages.h"
 
-namespace silt::client {
+namespace silt::net {
 
 namespace {
 
@@ -131,7 +131,8 @@ Status Connection::Broken(const std::string& what) {
 }
 
 Result<std::unique_ptr<Connection>> Connection::Open(const HostPort& hp,
-                                                     const std::string& client_id, int timeout_ms) {
+                                                     const std::string& client_id, int timeout_ms,
+                                                     std::string_view preamble) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -172,6 +173,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(const HostPort& hp,
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   std::unique_ptr<Connection> c(new Connection(hp, client_id, fd, timeout_ms));
+  if (!preamble.empty()) SILT_TRY(c->WriteRaw(preamble));
   SILT_TRY(c->Handshake());
   return c;
 }
@@ -226,11 +228,18 @@ Result<int16_t> Connection::RequireVersion(ApiKey key) const {
 
 Status Connection::SendFrame(std::string_view frame, const protocol::RequestHeader& h,
                              bool expect_response) {
+  SILT_TRY(WriteRaw(frame));
+  if (expect_response)
+    pending_.push_back({h.correlation_id, h.request_api_key, h.request_api_version});
+  return Status::OK();
+}
+
+Status Connection::WriteRaw(std::string_view bytes) {
   if (fd_ < 0) return Status::IOError("connection to " + hp_.ToString() + " is closed");
   const int64_t deadline = Deadline(timeout_ms_);
   size_t off = 0;
-  while (off < frame.size()) {
-    ssize_t n = ::send(fd_, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
     if (n > 0) {
       off += static_cast<size_t>(n);
       continue;
@@ -243,8 +252,6 @@ Status Connection::SendFrame(std::string_view frame, const protocol::RequestHead
     }
     return Broken(std::string("send failed: ") + std::strerror(errno));
   }
-  if (expect_response)
-    pending_.push_back({h.correlation_id, h.request_api_key, h.request_api_version});
   return Status::OK();
 }
 
@@ -305,4 +312,4 @@ Status Connection::Receive(int32_t* correlation_id, std::string* body, int timeo
   return Status::OK();
 }
 
-}  // namespace silt::client
+}  // namespace silt::net
