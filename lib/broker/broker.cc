@@ -96,8 +96,12 @@ int Broker::Maintain(bool retention) {
   return deleted;
 }
 
-void Broker::Serving() {
-  if (cluster_) cluster_->Serving();
+void Broker::Serving(std::function<void(int fd, NodeId peer)> adopt_peer_connection) {
+  if (!cluster_) return;
+  BrokerServices services;
+  services.partitions = partitions_.get();
+  services.adopt_peer_connection = std::move(adopt_peer_connection);
+  cluster_->Serving(services);
 }
 
 void Broker::BeginShutdown() {

@@ -38,8 +38,9 @@ class Broker {
   const NodeIdentity& node() const { return node_; }
   // Where clients are told to connect; set once the listener is bound, before serving.
   void SetAdvertised(const std::string& host, int port);
-  // The listener is bound and the advertised address set: in cluster mode, the node registers.
-  void Serving();
+  // The listener is bound and the advertised address set: in cluster mode, the node registers
+  // and gets `adopt_peer_connection` (the server's way to serve a peer's connection).
+  void Serving(std::function<void(int fd, NodeId peer)> adopt_peer_connection = nullptr);
 
   // The handlers' view of this broker.
   BrokerContext& context() { return *context_; }

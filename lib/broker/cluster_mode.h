@@ -3,6 +3,9 @@
 // one the broker is a single node, exactly as before.
 #pragma once
 
+#include <functional>
+
+#include "base/ids.h"
 #include "base/status.h"
 #include "broker/metadata_store.h"
 #include "broker/node.h"
@@ -11,6 +14,18 @@
 namespace silt::broker {
 
 class LocalMetadataStore;
+class PartitionManager;
+
+// What the broker hands cluster mode once it serves: its partitions (the replica manager sets
+// each one's role, leader or follower, from the metadata) and a way to serve a peer's
+// Kafka-protocol connection (a follower's replica fetches arriving at the peer address).
+struct BrokerServices {
+  PartitionManager* partitions = nullptr;
+  // Serves the connected socket `fd` (ownership passes; any preamble already read) like a
+  // client connection whose requests carry Request::peer_node = `peer`. Thread-safe; after
+  // the broker stops it closes `fd` at once.
+  std::function<void(int fd, NodeId peer)> adopt_peer_connection;
+};
 
 class ClusterMode {
  public:
@@ -26,7 +41,8 @@ class ClusterMode {
   // Producer ids unique across the cluster; nullptr: the data dir's own counter.
   virtual ProducerIdAllocator* producer_ids() { return nullptr; }
   // The listener is bound and the advertised address known: the node announces itself.
-  virtual void Serving() = 0;
+  // `services` stay valid until Stop() returns.
+  virtual void Serving(const BrokerServices& services) = 0;
   // Stops the cluster's threads; later metadata changes fail, reads keep answering from the last
   // image. Idempotent; never blocks for long.
   virtual void Stop() = 0;

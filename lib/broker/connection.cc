@@ -27,11 +27,12 @@ std::string GuessProtocol(const char b[4]) {
 
 }  // namespace
 
-Connection::Connection(asio::ip::tcp::socket socket, const ConnectionEnv* env)
+Connection::Connection(asio::ip::tcp::socket socket, const ConnectionEnv* env, int32_t peer_node)
     : socket_(std::move(socket)),
       executor_(std::make_shared<ConnExecutor>(
           asio::make_strand(static_cast<asio::io_context&>(socket_.get_executor().context())))),
-      env_(env) {
+      env_(env),
+      peer_node_(peer_node) {
   asio::error_code ec;
   auto ep = socket_.remote_endpoint(ec);
   if (!ec) {
@@ -156,6 +157,7 @@ void Connection::OnFrame(const asio::error_code& ec, size_t) {
   req->frame = std::move(frame_);
   frame_ = FrameBytes();
   req->peer = peer_;
+  req->peer_node = peer_node_;
   req->executor = executor_;
   Dispatcher* d = env_->dispatcher;
   bool flexible_header = false;

@@ -26,7 +26,9 @@ struct ConnectionEnv {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(asio::ip::tcp::socket socket, const ConnectionEnv* env);
+  // `peer_node`: the cluster node on a peer connection (request.h's Request::peer_node), -1 for
+  // a client.
+  Connection(asio::ip::tcp::socket socket, const ConnectionEnv* env, int32_t peer_node = -1);
   ~Connection();
 
   // Starts reading. The connection keeps itself alive until it closes.
@@ -60,6 +62,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<ConnExecutor> executor_;
   const ConnectionEnv* env_;
   std::string peer_;
+  int32_t peer_node_ = -1;
   char size_buf_[4];
   FrameBytes frame_;
   bool closed_ = false;

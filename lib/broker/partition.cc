@@ -48,6 +48,7 @@ Partition::Partition(std::string topic, PartitionId partition,
       log_(std::move(log)),
       log_dir_(log_->dir()),
       leader_epoch_(epoch),
+      leader_(local),
       isr_{local} {}
 
 Partition::~Partition() = default;
@@ -510,5 +511,55 @@ Result<int> Partition::ApplyRetention() {
   std::shared_lock<std::shared_mutex> life(life_mu_);
   return log_ ? log_->ApplyRetention() : Result<int>(0);
 }
+
+// ---- roles ----
+// The accessors are real; the transitions and the follower/leader replication paths are the
+// replication work in progress (Unsupported until then).
+
+bool Partition::is_leader() const {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  return leading_;
+}
+
+NodeId Partition::leader() const {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  return leader_;
+}
+
+int32_t Partition::partition_epoch() const {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  return partition_epoch_;
+}
+
+std::vector<NodeId> Partition::isr() const {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  return isr_;
+}
+
+Status Partition::BecomeLeader(LeaderEpoch epoch, int32_t partition_epoch,
+                               std::vector<NodeId> replicas, std::vector<NodeId> isr) {
+  return Status::Unsupported("BecomeLeader");
+}
+
+Status Partition::BecomeFollower(LeaderEpoch epoch, int32_t partition_epoch, NodeId leader) {
+  return Status::Unsupported("BecomeFollower");
+}
+
+Result<Offset> Partition::AppendAsFollower(std::string_view batches) {
+  return Status::Unsupported("AppendAsFollower");
+}
+
+void Partition::UpdateFollowerHighWatermark(Offset leader_high_watermark) {}
+
+Result<Partition::EpochEnd> Partition::EndOffsetForEpoch(LeaderEpoch epoch) const {
+  return Status::Unsupported("EndOffsetForEpoch");
+}
+
+void Partition::RecordFollowerFetch(NodeId follower, Offset fetch_offset, Offset log_start,
+                                    int64_t now_ms) {
+  RecordFollowerLogEnd(follower, fetch_offset);
+}
+
+std::vector<Partition::FollowerState> Partition::Followers() const { return {}; }
 
 }  // namespace silt::broker

@@ -153,6 +153,61 @@ class Partition {
   // A follower's log end, as its fetches report it; may move the high watermark.
   void RecordFollowerLogEnd(NodeId follower, Offset log_end);
 
+  // ---- roles (set by cluster mode's replica manager from the metadata) ----
+  // A partition opens as leader of epoch `leader_epoch` with ISR {local} (a single node).
+  //
+  // Leads epoch `epoch` with `replicas` assigned and `isr` in sync (partition epoch
+  // `partition_epoch`, the metadata's version of this partition's state). When `epoch` is new,
+  // its start offset (the log end now) goes into the leader-epoch checkpoint first. Follower
+  // state starts afresh (Kafka's makeLeader): each follower's log end unknown until it fetches,
+  // its last caught-up time now.
+  Status BecomeLeader(LeaderEpoch epoch, int32_t partition_epoch, std::vector<NodeId> replicas,
+                      std::vector<NodeId> isr);
+  // Follows `leader` in epoch `epoch`: clients' produce and fetch get NOT_LEADER_OR_FOLLOWER;
+  // only AppendAsFollower writes. The high watermark stays where it is until the leader says.
+  Status BecomeFollower(LeaderEpoch epoch, int32_t partition_epoch, NodeId leader);
+  // True while this replica leads (the single-node default).
+  bool is_leader() const;
+  // The leader this replica follows, or the local node while it leads; -1 when unknown.
+  NodeId leader() const;
+  int32_t partition_epoch() const;
+  std::vector<NodeId> isr() const;
+
+  // ---- follower side ----
+  // Appends whole batches fetched from the leader (`batches`: one or more record batches as
+  // stored, v2 only, starting exactly at the log end), keeping their offsets and leader epochs
+  // (each new epoch seen goes into the leader-epoch checkpoint), and applies each batch's
+  // producer state as a replica (no sequence checks). A trailing partial batch is not appended.
+  // InvalidArgument when the first batch does not start at the log end, Corruption for a damaged
+  // batch (nothing after it is appended). Returns the new log end.
+  Result<Offset> AppendAsFollower(std::string_view batches);
+  // A follower's high watermark: min(`leader_high_watermark`, log end); never moves down.
+  void UpdateFollowerHighWatermark(Offset leader_high_watermark);
+  // Kafka's OffsetForLeaderEpoch answer: the largest epoch <= `epoch` this log knows and the
+  // offset where it ends (the next epoch's start, or the log end for the latest). NotFound when
+  // `epoch` predates every epoch in the log.
+  struct EpochEnd {
+    LeaderEpoch epoch;
+    Offset end_offset;
+  };
+  Result<EpochEnd> EndOffsetForEpoch(LeaderEpoch epoch) const;
+
+  // ---- leader side: followers ----
+  // What the leader knows of one follower (Kafka's Replica state).
+  struct FollowerState {
+    NodeId id;
+    Offset log_end = kInvalidOffset;        // from its last fetch; -1 before the first
+    Offset log_start = kInvalidOffset;
+    int64_t last_caught_up_ms = 0;          // steady-clock ms: it last had everything we had
+    int64_t last_fetch_ms = 0;
+  };
+  // A follower fetched at `fetch_offset` (its log end) with log start `log_start`, at
+  // `now_ms` (steady clock). Updates its caught-up time the way Kafka does (caught up when
+  // the fetch reached the leader's log end, or the log end of the leader's previous answer to
+  // it), and may move the high watermark. Ignored unless leading and `follower` is a replica.
+  void RecordFollowerFetch(NodeId follower, Offset fetch_offset, Offset log_start, int64_t now_ms);
+  std::vector<FollowerState> Followers() const;
+
   // ---- delayed operations ----
   // Registers `w` to be told once about the next move of `which` (weakly held).
   void Watch(WatchOffset which, std::weak_ptr<PartitionWatcher> w);
@@ -210,6 +265,9 @@ class Partition {
   // Guards the replication state below.
   mutable std::mutex hw_mu_;
   LeaderEpoch leader_epoch_;
+  bool leading_ = true;
+  NodeId leader_;
+  int32_t partition_epoch_ = 0;
   std::vector<NodeId> isr_;
   std::vector<std::pair<NodeId, Offset>> follower_log_end_;
   std::atomic<int64_t> high_watermark_{0};

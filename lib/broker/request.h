@@ -45,6 +45,10 @@ struct Request {
   FrameBytes frame;        // the whole frame after its size prefix
   size_t body_offset = 0;  // where the request body starts in `frame`
   std::string peer;        // "address:port" of the client, for log lines
+  // The cluster node at the other end of a peer connection (a replica fetching, handed over by
+  // cluster mode through BrokerServices::adopt_peer_connection); -1 on a client connection.
+  // Only such requests may act as a replica (Fetch's replica_id must equal it).
+  int32_t peer_node = -1;
   std::shared_ptr<ConnExecutor> executor;
 
   std::string_view body() const { return frame.view().substr(body_offset); }

@@ -2,6 +2,8 @@
 #include "broker/server.h"
 
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -45,6 +47,8 @@ struct Server::Impl {
 
   void Accept();
   void OnClosed();
+  // Serves a peer's connected socket (cluster mode's replica fetches): BrokerServices.
+  void AdoptPeer(int fd, NodeId peer);
 };
 
 void Server::Impl::Maintain() {
@@ -118,6 +122,38 @@ void Server::Impl::Accept() {
   });
 }
 
+void Server::Impl::AdoptPeer(int fd, NodeId peer) {
+  std::shared_ptr<Connection> conn;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!accepting) {
+      ::close(fd);
+      return;
+    }
+    sockaddr_storage sa{};
+    socklen_t len = sizeof(sa);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
+      ::close(fd);
+      return;
+    }
+    asio::ip::tcp::socket socket(asio::make_strand(io));
+    asio::error_code ec;
+    socket.assign(sa.ss_family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), fd, ec);
+    if (ec) {
+      LogWarn("peer connection from node " + std::to_string(peer.value()) + ": " + ec.message());
+      ::close(fd);
+      return;
+    }
+    socket.non_blocking(true, ec);
+    ++open_connections;
+    conn = std::make_shared<Connection>(std::move(socket), &env, peer.value());
+    std::erase_if(connections, [](const std::weak_ptr<Connection>& c) { return c.expired(); });
+    connections.push_back(conn);
+  }
+  LogDebug("peer connection from node " + std::to_string(peer.value()) + " (" + conn->peer() + ")");
+  conn->Start();
+}
+
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Server::~Server() { (void)Shutdown(); }
@@ -172,7 +208,7 @@ Result<std::unique_ptr<Server>> Server::Start(const BrokerConfig& config,
   }
   int adv_port = config.advertised_port >= 0 ? config.advertised_port : impl->port;
   impl->broker->SetAdvertised(adv_host, adv_port);
-  impl->broker->Serving();
+  impl->broker->Serving([raw](int fd, NodeId peer) { raw->AdoptPeer(fd, peer); });
 
   impl->work.emplace(asio::make_work_guard(impl->io));
   impl->Accept();

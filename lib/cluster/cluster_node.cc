@@ -140,6 +140,8 @@ struct ClusterNode::Impl {
   // The member thread's own: when the next heartbeat is due, and the partitions this node led
   // in the image last reconciled.
   Clock::time_point next_heartbeat;
+  // The broker's partitions and peer-connection hook, from Serving() on (under mu).
+  broker::BrokerServices services;
   std::set<std::pair<std::string, int32_t>> led;
 
   std::shared_ptr<const MetadataImage> image() const { return sm.image(); }
@@ -739,8 +741,9 @@ const std::string& ClusterNode::cluster_id() const { return impl_->options.clust
 broker::LogProvider& ClusterNode::logs() { return impl_->store; }
 broker::ProducerIdAllocator* ClusterNode::producer_ids() { return &impl_->producer_ids; }
 
-void ClusterNode::Serving() {
+void ClusterNode::Serving(const broker::BrokerServices& services) {
   std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->services = services;
   impl_->serving = true;
   impl_->cv.notify_all();
 }

@@ -69,7 +69,7 @@ class ClusterNode final : public broker::ClusterMode {
   broker::MetadataStore& metadata() override;
   broker::LogProvider& logs() override;
   broker::ProducerIdAllocator* producer_ids() override;
-  void Serving() override;
+  void Serving(const broker::BrokerServices& services) override;
   void Stop() override;
 
   // The cluster id this node runs with (given, or recorded in meta.properties).

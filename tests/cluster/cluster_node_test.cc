@@ -171,7 +171,7 @@ TEST_CASE("a one-voter cluster node serves topics from the image and keeps their
   identity->advertised_host = "127.0.0.1";
   identity->advertised_port = 19999;
   REQUIRE(node->Start(local->get(), &*identity).ok());
-  node->Serving();
+  node->Serving({});
   broker::MetadataStore& md = node->metadata();
   REQUIRE(WaitUntil([&] { return md.Brokers().size() == 1; }, kElectionLimit));
   CHECK(md.Brokers()[0].port == 19999);
@@ -252,7 +252,7 @@ TEST_CASE("a one-voter cluster node serves topics from the image and keeps their
   auto local2 = broker::LocalMetadataStore::Open(config, NodeId(1));
   REQUIRE(local2.ok());
   REQUIRE((*again)->Start(local2->get(), &*identity).ok());
-  (*again)->Serving();
+  (*again)->Serving({});
   REQUIRE(WaitUntil([&] { return (*again)->metadata().GetTopic("fwd").ok(); }, kElectionLimit));
   CHECK((*again)->metadata().GetTopic("orders").status().IsNotFound());
   REQUIRE(WaitUntil([&] { return (*again)->metadata().Brokers().size() == 1; }, kElectionLimit));
