@@ -6,6 +6,7 @@
 #include "broker_test_util.h"
 #include "format/compression.h"
 #include "format/legacy.h"
+#include "../format/legacy_builders.h"
 
 using namespace silt;
 using namespace silt::broker;
@@ -13,29 +14,11 @@ using namespace silt::broker::testing;
 
 namespace {
 
-using Bytes = std::optional<std::string>;
+using Bytes = format::testing::LegacyBytes;
 
-// A legacy entry written from Kafka's documented layout: offset, messageSize, crc (CRC-32 of
-// the rest), magic, attributes, [timestamp], key, value.
 std::string Message(int64_t offset, int8_t magic, int8_t attributes, int64_t timestamp,
                     const Bytes& key, const Bytes& value) {
-  std::string m(4, '\0');
-  ByteWriter w(&m);
-  w.I8(magic);
-  w.I8(attributes);
-  if (magic == 1) w.I64(timestamp);
-  for (const Bytes* b : {&key, &value}) {
-    w.I32(*b ? static_cast<int32_t>((*b)->size()) : -1);
-    if (*b) w.Raw(**b);
-  }
-  EncodeBE32(m.data(), static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(m.data() + 4),
-                                                   static_cast<uInt>(m.size() - 4))));
-  std::string e;
-  ByteWriter ew(&e);
-  ew.I64(offset);
-  ew.I32(static_cast<int32_t>(m.size()));
-  ew.Raw(m);
-  return e;
+  return format::testing::LegacyEntry(offset, magic, attributes, timestamp, key, value);
 }
 
 // `n` messages "old-<i>" with keys "k<i>", uncompressed or in one wrapper of `codec`.

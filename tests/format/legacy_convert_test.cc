@@ -12,39 +12,18 @@
 #include "format/legacy.h"
 #include "format/record_batch.h"
 #include "format_test_util.h"
+#include "legacy_builders.h"
 
 using namespace silt;
 using namespace silt::format;
 
 namespace {
 
-using Bytes = std::optional<std::string>;
+using Bytes = format::testing::LegacyBytes;
 
-// A legacy entry (offset, messageSize, message), written field by field from Kafka's
-// documented layout.
 std::string Entry(int64_t offset, int8_t magic, int8_t attributes, int64_t timestamp,
                   const Bytes& key, const Bytes& value) {
-  std::string m(4, '\0');
-  ByteWriter w(&m);
-  w.I8(magic);
-  w.I8(attributes);
-  if (magic == 1) w.I64(timestamp);
-  for (const Bytes* b : {&key, &value}) {
-    if (!*b) {
-      w.I32(-1);
-    } else {
-      w.I32(static_cast<int32_t>((*b)->size()));
-      w.Raw(**b);
-    }
-  }
-  EncodeBE32(m.data(), static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(m.data() + 4),
-                                                   static_cast<uInt>(m.size() - 4))));
-  std::string e;
-  ByteWriter ew(&e);
-  ew.I64(offset);
-  ew.I32(static_cast<int32_t>(m.size()));
-  ew.Raw(m);
-  return e;
+  return format::testing::LegacyEntry(offset, magic, attributes, timestamp, key, value);
 }
 
 std::string Wrapper(int64_t offset, int8_t magic, Compression codec, int64_t timestamp,

@@ -10,43 +10,22 @@
 #include "base/coding.h"
 #include "format/compression.h"
 #include "format/record_batch.h"
+#include "legacy_builders.h"
 
 using namespace silt;
 using namespace silt::format;
 
 namespace {
 
-using Bytes = std::optional<std::string>;
+using Bytes = format::testing::LegacyBytes;
 
-// A legacy message from its crc on.
 std::string Message(int8_t magic, int8_t attributes, int64_t timestamp, const Bytes& key,
                     const Bytes& value) {
-  std::string m(4, '\0');
-  ByteWriter w(&m);
-  w.I8(magic);
-  w.I8(attributes);
-  if (magic == 1) w.I64(timestamp);
-  for (const Bytes* b : {&key, &value}) {
-    if (!*b) {
-      w.I32(-1);
-    } else {
-      w.I32(static_cast<int32_t>((*b)->size()));
-      w.Raw(**b);
-    }
-  }
-  uint32_t crc = static_cast<uint32_t>(
-      crc32(0L, reinterpret_cast<const Bytef*>(m.data() + 4), static_cast<uInt>(m.size() - 4)));
-  EncodeBE32(m.data(), crc);
-  return m;
+  return format::testing::LegacyMessage(magic, attributes, timestamp, key, value);
 }
 
 std::string Entry(int64_t offset, const std::string& message) {
-  std::string e;
-  ByteWriter w(&e);
-  w.I64(offset);
-  w.I32(static_cast<int32_t>(message.size()));
-  w.Raw(message);
-  return e;
+  return format::testing::LegacyEntry(offset, message);
 }
 
 std::string Wrapper(int8_t magic, Compression codec, int64_t timestamp,
