@@ -67,7 +67,7 @@ class Progress {
   void Update(int64_t records, int64_t bytes) {
     if (!enabled_) return;
     int64_t now = MonotonicMs();
-    if (now - start_ < 1000 || now - last_ < 250) return;
+    if (now - start_ < client::ProgressDelayMs() || now - last_ < 250) return;
     last_ = now;
     double secs = (now - start_) / 1000.0;
     std::string pct;

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "base/clock.h"
 #include "client/admin.h"
 #include "client/cluster.h"
 #include "client/table.h"
@@ -175,7 +176,21 @@ int Describe(client::Admin* admin, const TopicArgs& a) {
 }
 
 int Delete(client::Admin* admin, const TopicArgs& a) {
+  // Removing thousands of partition directories takes a while: say how far it is, on a
+  // terminal, once it has taken a second (as verify-crc and produce do).
+  bool shown = false;
+  if (client::IsTerminal(2)) {
+    const int64_t start = MonotonicMs();
+    admin->SetProgress([&, start](int64_t done, int64_t total) {
+      if (MonotonicMs() - start < client::ProgressDelayMs()) return;
+      std::fprintf(stderr, "\r\033[Kdeleting topic %s: %lld of %lld partitions removed",
+                   a.name.c_str(), static_cast<long long>(done), static_cast<long long>(total));
+      shown = true;
+    });
+  }
   Status st = admin->DeleteTopic(a.name);
+  admin->SetProgress(nullptr);
+  if (shown) std::fprintf(stderr, "\r\033[K");
   if (!st.ok()) return Fail(st);
   if (client::IsTerminal(1)) std::printf("deleted topic %s\n", a.name.c_str());
   return kExitOk;

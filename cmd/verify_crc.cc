@@ -95,7 +95,7 @@ Status VerifyWithProgress(const std::string& path, const storage::ScanOptions& o
   for (size_t i = 0; i < partitions.size(); ++i) {
     SILT_TRY(storage::VerifyPath(JoinPath(path, partitions[i]), options, report));
     const int64_t now = MonotonicMs();
-    if (show && now - start >= 1000 && now - last >= 250) {
+    if (show && now - start >= client::ProgressDelayMs() && now - last >= 250) {
       last = now;
       std::fprintf(stderr, "\r\033[Kverifying %s: %zu of %zu partitions", path.c_str(), i + 1,
                    partitions.size());
@@ -168,7 +168,7 @@ int Run(const VerifyFlags& f, const GlobalOptions&) {
       totals.bytes_quarantined += result->bytes_quarantined;
       ++done;
       const int64_t now = MonotonicMs();
-      if (show && now - start >= 1000 && now - last >= 250) {
+      if (show && now - start >= client::ProgressDelayMs() && now - last >= 250) {
         last = now;
         std::cout.flush();
         std::fprintf(stderr, "\r\033[K%s: %zu of %zu partitions",

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -132,6 +133,11 @@ class Admin {
   virtual Result<TopicDescription> DescribeTopic(const std::string& topic) = 0;
   virtual Status CreateTopic(const TopicSpec& spec) = 0;
   virtual Status DeleteTopic(const std::string& topic) = 0;
+  // Long work (a data dir removing a deleted topic's files) reports how far it is through `fn`:
+  // `done` of `total` units (partition directories), every quarter second or so, on the calling
+  // thread. Admins whose work is not long ignore it.
+  using ProgressFn = std::function<void(int64_t done, int64_t total)>;
+  virtual void SetProgress(ProgressFn fn) {}
   // Grows `topic` to `total` partitions.
   virtual Status CreatePartitions(const std::string& topic, int32_t total) = 0;
   virtual Status AlterTopicConfigs(const std::string& topic,

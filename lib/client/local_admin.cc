@@ -55,13 +55,27 @@ class LocalAdmin : public Admin {
     return dir_->CreateTopic(spec.name, NewTopicId(), spec.partitions, spec.configs).status();
   }
   Status DeleteTopic(const std::string& topic) override {
+    int64_t total = 0;
+    if (progress_) {
+      auto info = dir_->GetTopic(topic);
+      if (info.ok()) total = static_cast<int64_t>(info->partition_ids.size());
+    }
     Status s = dir_->DeleteTopic(topic);
     if (s.IsNotFound()) return NoTopic(topic);
     // A command exits with the files gone, not merely renamed for the background thread (which
     // the data dir's close would stop, leaving them to the next open).
-    if (s.ok()) dir_->WaitForDeletions();
+    if (s.ok()) {
+      std::function<void(size_t)> report;
+      if (progress_ && total > 0) {
+        report = [this, total](size_t left) {
+          progress_(std::max<int64_t>(0, total - static_cast<int64_t>(left)), total);
+        };
+      }
+      dir_->WaitForDeletions(report);
+    }
     return s;
   }
+  void SetProgress(ProgressFn fn) override { progress_ = std::move(fn); }
   Status CreatePartitions(const std::string& topic, int32_t total) override {
     Status s = dir_->AddPartitions(topic, total);
     return s.IsNotFound() ? NoTopic(topic) : s;
@@ -143,6 +157,7 @@ class LocalAdmin : public Admin {
 
  private:
   std::unique_ptr<storage::DataDir> dir_;
+  ProgressFn progress_;
   std::unique_ptr<offsets::LocalOffsets> groups_;
 };
 

@@ -1,6 +1,7 @@
 // Output tables (see table.h).
 #include "client/table.h"
 
+#include <cstdlib>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,5 +56,16 @@ std::string HumanBytes(int64_t bytes) {
 }
 
 bool IsTerminal(int fd) { return ::isatty(fd) == 1; }
+
+int64_t ProgressDelayMs() {
+  static const int64_t delay = [] {
+    const char* v = std::getenv("SILT_PROGRESS_DELAY_MS");
+    if (v == nullptr || *v == '\0') return int64_t{1000};
+    char* end = nullptr;
+    long long n = std::strtoll(v, &end, 10);
+    return (*end == '\0' && n >= 0) ? static_cast<int64_t>(n) : int64_t{1000};
+  }();
+  return delay;
+}
 
 }  // namespace silt::client

@@ -28,4 +28,8 @@ std::string HumanBytes(int64_t bytes);
 // True if `fd` is a terminal.
 bool IsTerminal(int fd);
 
+// How long work runs before a progress line appears on a terminal: 1000 ms, or
+// $SILT_PROGRESS_DELAY_MS (0 shows it at once; tests use that).
+int64_t ProgressDelayMs();
+
 }  // namespace silt::client

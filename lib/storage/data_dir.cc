@@ -184,9 +184,16 @@ struct DataDir::Impl {
       reap_cv.notify_all();
     }
   }
-  void WaitReaped() {
+  void WaitReaped(const std::function<void(size_t left)>& progress) {
     std::unique_lock l(reap_mu);
-    reap_cv.wait(l, [this] { return reap_stop || (reap_queue.empty() && reaping == 0); });
+    auto done = [this] { return reap_stop || (reap_queue.empty() && reaping == 0); };
+    while (!reap_cv.wait_for(l, std::chrono::milliseconds(250), done)) {
+      if (!progress) continue;
+      const size_t left = reap_queue.size() + reaping;
+      l.unlock();
+      progress(left);
+      l.lock();
+    }
   }
   // Before the lock is released: nobody else may remove what another writer could own then.
   void StopReaper() {
@@ -611,7 +618,9 @@ Status DataDir::DeleteTopic(const std::string& name) {
   return Status::OK();
 }
 
-void DataDir::WaitForDeletions() { impl_->WaitReaped(); }
+void DataDir::WaitForDeletions(const std::function<void(size_t left)>& progress) {
+  impl_->WaitReaped(progress);
+}
 
 Status DataDir::AlterTopicConfig(const std::string& name,
                                  const std::map<std::string, std::string>& set,

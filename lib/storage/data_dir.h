@@ -94,8 +94,9 @@ class DataDir {
   // closed without a flush.
   Status DeleteTopic(const std::string& name);
   // Blocks until the background removals of deleted topics' files are done (or stopped by
-  // Close()).
-  void WaitForDeletions();
+  // Close()). With `progress`, calls it about every 250 ms with the number of directories
+  // still to remove.
+  void WaitForDeletions(const std::function<void(size_t left)>& progress = nullptr);
   Status AlterTopicConfig(const std::string& name, const std::map<std::string, std::string>& set,
                           const std::vector<std::string>& remove = {});
   Status AddPartitions(const std::string& name, int32_t new_total);

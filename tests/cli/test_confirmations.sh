@@ -37,4 +37,18 @@ assert_eq "deleted consumer group billing" "$OUT" "group delete on a terminal"
 "$SILT" consume -t t -g other -c 1 >/dev/null
 run "$SILT" group delete other
 assert_eq "" "$OUT" "group delete in a pipe prints nothing"
+# Long work shows how far it is on a terminal (after $SILT_PROGRESS_DELAY_MS, 0 here), and
+# nothing of it in a pipe.
+"$SILT" topic create wide --partitions 200 >/dev/null
+SILT_PROGRESS_DELAY_MS=0 on_tty "$SILT" topic delete wide
+assert_contains "$OUT" "deleting topic wide: " "topic delete shows its progress on a terminal"
+assert_contains "$OUT" "of 200 partitions removed" "the progress counts partitions"
+assert_contains "$OUT" "deleted topic wide" "and says when it is done"
+"$SILT" topic create wide2 --partitions 200 >/dev/null
+SILT_PROGRESS_DELAY_MS=0 run "$SILT" topic delete wide2
+assert_eq "" "$OUT$ERR" "topic delete in a pipe prints nothing"
+"$SILT" topic create many --partitions 50 >/dev/null
+SILT_PROGRESS_DELAY_MS=0 on_tty "$SILT" verify-crc "$SILT_DATA_DIR"
+assert_contains "$OUT" "verifying $SILT_DATA_DIR: 1 of " "verify-crc of a data dir shows partitions checked on a terminal"
+
 finish
