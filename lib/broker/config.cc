@@ -136,6 +136,18 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   if (key == "broker.session.timeout.ms") {
     return ParseInt<int32_t>(key, value, 100, INT32_MAX, &c->broker_session_timeout_ms);
   }
+  if (key == "replica.lag.time.max.ms") {
+    return ParseInt<int32_t>(key, value, 100, INT32_MAX, &c->replica_lag_time_max_ms);
+  }
+  if (key == "replica.fetch.max.bytes") {
+    return ParseInt<int32_t>(key, value, 1, INT32_MAX, &c->replica_fetch_max_bytes);
+  }
+  if (key == "replica.fetch.wait.max.ms") {
+    return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->replica_fetch_wait_max_ms);
+  }
+  if (key == "replica.fetch.backoff.ms") {
+    return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->replica_fetch_backoff_ms);
+  }
   if (key == "cluster.id") {
     c->cluster_id = value;
     return Status::OK();

@@ -9,7 +9,9 @@
 // log.retention.check.interval.ms, offsets.topic.num.partitions, offsets.retention.minutes,
 // offsets.retention.check.interval.ms, offset.metadata.max.bytes, group.min.session.timeout.ms,
 // group.max.session.timeout.ms, group.initial.rebalance.delay.ms; for cluster mode
-// controller.quorum.voters, broker.heartbeat.interval.ms, broker.session.timeout.ms.
+// controller.quorum.voters, broker.heartbeat.interval.ms, broker.session.timeout.ms,
+// replica.lag.time.max.ms, replica.fetch.max.bytes, replica.fetch.wait.max.ms,
+// replica.fetch.backoff.ms.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,14 @@ struct BrokerConfig {
   // a word the controller fences it (its partitions lose it as leader).
   int32_t broker_heartbeat_interval_ms = 500;   // broker.heartbeat.interval.ms
   int32_t broker_session_timeout_ms = 3000;     // broker.session.timeout.ms
+  // Cluster mode, replication (lib/cluster/replica_manager.h): a follower not caught up for
+  // replica.lag.time.max.ms leaves the ISR (Kafka's default is 30000; silt's 10000), and the
+  // followers' fetches: bytes per partition, long-poll wait, and the pause after an error
+  // (Kafka's default 1000; silt's 500).
+  int32_t replica_lag_time_max_ms = 10000;      // replica.lag.time.max.ms
+  int32_t replica_fetch_max_bytes = 1048576;    // replica.fetch.max.bytes
+  int32_t replica_fetch_wait_max_ms = 500;      // replica.fetch.wait.max.ms
+  int32_t replica_fetch_backoff_ms = 500;       // replica.fetch.backoff.ms
   std::string data_dir = "./silt-data";
   int32_t num_partitions = 1;
   bool auto_create_topics = true;

@@ -24,6 +24,7 @@ const HandlerRow kHandlers[] = {
     {ApiKey::kProduce, HandleProduce},
     {ApiKey::kFetch, HandleFetch},
     {ApiKey::kListOffsets, HandleListOffsets},
+    {ApiKey::kOffsetForLeaderEpoch, HandleOffsetForLeaderEpoch},
     {ApiKey::kMetadata, HandleMetadata},
     {ApiKey::kApiVersions, HandleApiVersions},
     {ApiKey::kCreateTopics, HandleCreateTopics},

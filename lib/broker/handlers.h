@@ -19,6 +19,8 @@ Status HandleProduce(BrokerContext& ctx, std::shared_ptr<Request> req, Respond r
 Status HandleInitProducerId(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
 Status HandleFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
 Status HandleListOffsets(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleOffsetForLeaderEpoch(BrokerContext& ctx, std::shared_ptr<Request> req,
+                                  Respond respond);
 Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
 Status HandleDeleteTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
 Status HandleCreatePartitions(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);

@@ -2,6 +2,7 @@
 // ListOffsets.
 #include <deque>
 
+#include "base/clock.h"
 #include "broker/delayed_operation.h"
 #include "broker/handlers.h"
 #include "broker/logging.h"
@@ -48,8 +49,12 @@ ErrorCode DownConvertRead(const FileSlice& slice, int16_t version, int64_t fetch
   return ErrorCode::NONE;
 }
 
-// One Fetch request waiting for min_bytes of committed records or max_wait_ms. Lives on its
-// connection's strand; a move of any of its partitions' high watermarks re-evaluates it.
+// One Fetch request waiting for min_bytes of records or max_wait_ms. Lives on its
+// connection's strand. A consumer's fetch reads committed records and is re-evaluated at each
+// move of its partitions' high watermarks; a follower's (replica_id >= 0, on that replica's
+// peer connection) reads up to the log end, records where the follower is, and is
+// re-evaluated at each append, so that an acks=all produce waits one round trip, not
+// replica.fetch.wait.max.ms.
 class DelayedFetch : public DelayedOperation {
  public:
   DelayedFetch(BrokerContext& ctx, std::shared_ptr<Request> req, protocol::FetchRequest request,
@@ -57,7 +62,8 @@ class DelayedFetch : public DelayedOperation {
       : DelayedOperation(req->executor, &ctx.stopping),
         req_(std::move(req)),
         request_(std::move(request)),
-        respond_(std::move(respond)) {}
+        respond_(std::move(respond)),
+        replica_(request_.replica_id >= 0 ? NodeId(request_.replica_id) : NodeId(-1)) {}
 
   void Start(BrokerContext& ctx) {
     std::vector<std::shared_ptr<Partition>> parts;
@@ -70,7 +76,9 @@ class DelayedFetch : public DelayedOperation {
       }
     }
     partitions_ = parts;
-    DelayedOperation::Start(std::move(parts), WatchOffset::kHighWatermark, request_.max_wait_ms);
+    DelayedOperation::Start(std::move(parts),
+                            follower() ? WatchOffset::kLogEnd : WatchOffset::kHighWatermark,
+                            request_.max_wait_ms);
   }
 
  protected:
@@ -101,6 +109,24 @@ class DelayedFetch : public DelayedOperation {
           tr.partitions.push_back(std::move(pr));
           continue;
         }
+        // KIP-320 fencing (CurrentLeaderEpoch, v9+), then the role: only the leader serves.
+        const int32_t current_epoch = version >= 9 ? p.current_leader_epoch : -1;
+        ErrorCode check = part->CheckLeaderEpoch(current_epoch, /*leader_only=*/true);
+        if (check == ErrorCode::NONE && follower() && !IsReplica(*part)) {
+          // Kafka's answer to a fetch from a node that is not (yet) a replica: retry later
+          // with the epoch it names, refresh metadata without one.
+          check = current_epoch >= 0 ? ErrorCode::UNKNOWN_LEADER_EPOCH
+                                     : ErrorCode::NOT_LEADER_OR_FOLLOWER;
+          LogDebug("fetch from node " + std::to_string(replica_.value()) + " for " +
+                   part->name() + ", of which it is not a replica");
+        }
+        if (check != ErrorCode::NONE) {
+          pr.error_code = Wire(check);
+          pr.high_watermark = -1;
+          error = true;
+          tr.partitions.push_back(std::move(pr));
+          continue;
+        }
         int64_t limit = std::min<int64_t>(p.partition_max_bytes, budget - total);
         bool room = budget - total > 0 || total == 0;
         // The first partition with data returns at least one whole batch, however large, so a
@@ -108,7 +134,15 @@ class DelayedFetch : public DelayedOperation {
         // batch for every partition: what must fit is its converted messages, not the batch.
         bool read_one = room && (total == 0 || (version < 4 && limit > 0));
         PartitionRead r = part->Read(Offset(p.fetch_offset), room ? std::max<int64_t>(limit, 0) : 0,
-                                     /*min_one=*/read_one, ReadIsolation::kCommitted);
+                                     /*min_one=*/read_one,
+                                     follower() ? ReadIsolation::kLogEnd : ReadIsolation::kCommitted);
+        if (follower() && r.error == ErrorCode::NONE) {
+          // The fetch offset is the follower's log end; the high watermark it may have moved
+          // goes back in this answer.
+          part->RecordFollowerFetch(replica_, Offset(p.fetch_offset),
+                                    Offset(version >= 5 ? p.log_start_offset : -1), MonotonicMs());
+          r.high_watermark = std::min(part->high_watermark(), r.log_end_offset);
+        }
         pr.error_code = Wire(r.error);
         pr.high_watermark = r.high_watermark.value();
         // No transactions: the last stable offset is the high watermark.
@@ -162,12 +196,40 @@ class DelayedFetch : public DelayedOperation {
   void OnCompleted() override { partitions_.clear(); }
 
  private:
+  bool follower() const { return replica_.value() >= 0; }
+  bool IsReplica(const Partition& part) const {
+    const std::vector<NodeId> rs = part.replicas();
+    return std::find(rs.begin(), rs.end(), replica_) != rs.end();
+  }
+
   std::shared_ptr<Request> req_;
   protocol::FetchRequest request_;
   Respond respond_;
   std::vector<std::shared_ptr<Partition>> partitions_;  // per requested partition, in order
   std::vector<bool> not_leader_;                        // likewise: led by another node
+  const NodeId replica_;  // the fetching follower, or -1 for a consumer
 };
+
+// The answer to a fetch that claims a replica id it may not use: every partition gets
+// TOPIC_AUTHORIZATION_FAILED, Kafka's answer to a follower fetch without ClusterAction.
+Response RefuseReplicaFetch(const protocol::FetchRequest& request, int16_t version) {
+  protocol::FetchResponse resp;
+  for (const auto& t : request.topics) {
+    protocol::FetchResponse::TopicResponse tr;
+    tr.topic = t.topic;
+    for (const auto& p : t.partitions) {
+      protocol::FetchResponse::Partition pr;
+      pr.partition_index = p.partition;
+      pr.error_code = Wire(ErrorCode::TOPIC_AUTHORIZATION_FAILED);
+      pr.high_watermark = -1;
+      pr.aborted_transactions.emplace();
+      pr.records.bytes = std::string_view();
+      tr.partitions.push_back(std::move(pr));
+    }
+    resp.responses.push_back(std::move(tr));
+  }
+  return EncodeBody(resp, version);
+}
 
 }  // namespace
 
@@ -176,6 +238,16 @@ Status HandleFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respond res
   SILT_TRY(DecodeBody(*req, &request));
   // isolation_level is accepted either way: with no transactions, read_committed and
   // read_uncommitted see the same records.
+  if (request.replica_id >= 0 && request.replica_id != req->peer_node) {
+    // Only a cluster peer's own connection may fetch as a replica: anyone else claiming a
+    // replica id would move the high watermark (and so commit records) at will.
+    LogWarn("fetch from " + req->peer + " as replica " + std::to_string(request.replica_id) +
+            (req->peer_node >= 0 ? " on the peer connection of node " + std::to_string(req->peer_node)
+                                 : std::string(" on a client connection")) +
+            " refused");
+    respond(RefuseReplicaFetch(request, req->api_version));
+    return Status::OK();
+  }
   auto pending = std::make_shared<DelayedFetch>(ctx, req, std::move(request), std::move(respond));
   pending->Start(ctx);
   return Status::OK();
@@ -199,7 +271,11 @@ Status HandleListOffsets(BrokerContext& ctx, std::shared_ptr<Request> req, Respo
         a.error = part.status().IsNotFound() ? ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
                                              : protocol::ErrorCodeFromStatus(part.status());
       } else {
-        a = (*part)->ListOffset(p.timestamp);
+        // KIP-320 (CurrentLeaderEpoch, v4+); only the leader answers, except a debugging
+        // client's request (replica_id -2), as in Kafka.
+        a.error = (*part)->CheckLeaderEpoch(req->api_version >= 4 ? p.current_leader_epoch : -1,
+                                            /*leader_only=*/request.replica_id != -2);
+        if (a.error == ErrorCode::NONE) a = (*part)->ListOffset(p.timestamp);
       }
       pr.error_code = Wire(a.error);
       if (req->api_version == 0) {

@@ -21,12 +21,13 @@ struct PartitionOutcome {
   int64_t log_start_offset = -1;
   Offset last_offset = kInvalidOffset;
   std::shared_ptr<Partition> partition;  // set when the batch is in the log (or a duplicate)
+  int32_t min_insync_replicas = 1;       // the topic's, when the batch is in the log
 };
 
 // Validates and appends one partition's record set.
 PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::string& topic,
                                   int32_t partition, const protocol::RecordSet& records,
-                                  int16_t version) {
+                                  int16_t version, int16_t acks) {
   PartitionOutcome out;
   auto fail = [&out](ErrorCode c, std::string m) {
     out.error = c;
@@ -44,6 +45,20 @@ PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::s
   }
   Partition& part = **part_r;
   const storage::LogConfig cfg = part.config();
+  if (!part.is_leader()) {
+    return fail(ErrorCode::NOT_LEADER_OR_FOLLOWER, part.name() + " is a follower here");
+  }
+  // acks=all with fewer in-sync replicas than min.insync.replicas is refused before the
+  // append (Kafka's check, against the effective minimum: never more than the replicas).
+  if (acks == -1) {
+    const size_t in_sync = part.isr().size();
+    const int32_t min_isr = part.EffectiveMinIsr(cfg);
+    if (in_sync < static_cast<size_t>(min_isr)) {
+      return fail(ErrorCode::NOT_ENOUGH_REPLICAS,
+                  part.name() + " has " + std::to_string(in_sync) +
+                      " in-sync replica(s), below min.insync.replicas " + std::to_string(min_isr));
+    }
+  }
 
   std::string_view bytes = records.bytes.value_or(std::string_view());
   if (bytes.empty()) return fail(ErrorCode::CORRUPT_MESSAGE, "empty record set");
@@ -110,6 +125,7 @@ PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::s
   out.log_start_offset = a.log_start_offset.value();
   out.last_offset = a.last_offset;
   out.partition = *part_r;
+  out.min_insync_replicas = cfg.min_insync_replicas;
   return out;
 }
 
@@ -122,11 +138,17 @@ struct AwaitedCommit {
   protocol::ProduceResponse::PartitionResponse* response;
   std::shared_ptr<Partition> partition;
   Offset needed;  // the high watermark that commits the batch: its last offset + 1
+  int32_t min_insync_replicas = 1;  // the topic's config when the batch was appended
+  bool done = false;                // answered (committed, or an error)
 };
 
 // An acks=all Produce waiting until every in-sync replica has its batches (the high watermark
 // passes them) or its timeout passes: committed partitions answer as appended, the others
-// REQUEST_TIMED_OUT (the batch may still be committed later, as in Kafka).
+// REQUEST_TIMED_OUT (the batch may still be committed later, as in Kafka). As Kafka's
+// checkEnoughReplicasReachOffset: a partition whose ISR shrank below min.insync.replicas by
+// the time its batch is committed answers NOT_ENOUGH_REPLICAS_AFTER_APPEND (the batch is in the
+// log, but not on as many replicas as asked), and one whose leadership moved away while
+// waiting NOT_LEADER_OR_FOLLOWER at once (BecomeFollower wakes the waiters).
 class DelayedProduce : public DelayedOperation {
  public:
   DelayedProduce(BrokerContext& ctx, std::shared_ptr<Request> req,
@@ -148,16 +170,30 @@ class DelayedProduce : public DelayedOperation {
  protected:
   bool TryComplete(bool final) override {
     bool all = true;
-    for (const AwaitedCommit& w : waits_) {
-      if (!w.partition->alive()) {
-        w.response->error_code = Wire(ErrorCode::NOT_LEADER_OR_FOLLOWER);
-      } else if (w.partition->high_watermark() < w.needed) {
+    for (AwaitedCommit& w : waits_) {
+      if (w.done) continue;
+      auto fail = [&w](ErrorCode c) {
+        w.response->error_code = Wire(c);
+        w.response->base_offset = -1;
+        w.done = true;
+      };
+      if (!w.partition->alive() || !w.partition->is_leader()) {
+        fail(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+      } else if (w.partition->high_watermark() >= w.needed) {
+        storage::LogConfig cfg;
+        cfg.min_insync_replicas = w.min_insync_replicas;
+        if (w.partition->isr().size() < static_cast<size_t>(w.partition->EffectiveMinIsr(cfg))) {
+          fail(ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+        } else {
+          w.done = true;
+        }
+      } else {
         all = false;
       }
     }
     if (!all && !final) return false;
-    for (const AwaitedCommit& w : waits_) {
-      if (w.response->error_code == 0 && w.partition->high_watermark() < w.needed) {
+    for (AwaitedCommit& w : waits_) {
+      if (!w.done) {
         w.response->error_code = Wire(ErrorCode::REQUEST_TIMED_OUT);
         w.response->base_offset = -1;
       }
@@ -199,14 +235,16 @@ Status HandleProduce(BrokerContext& ctx, std::shared_ptr<Request> req, Respond r
         o.error = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         o.message = "transactions are not supported";
       } else {
-        o = ProducePartition(ctx, *req, td.name, pd.index, pd.records, req->api_version);
+        o = ProducePartition(ctx, *req, td.name, pd.index, pd.records, req->api_version,
+                             request.acks);
       }
       if (request.acks == -1 && o.error == ErrorCode::NONE && o.partition &&
           o.partition->high_watermark() <= o.last_offset) {
         // acks=all: answered once the in-sync replicas have the batch. On a single node the
         // high watermark has already passed it and nothing waits.
         awaited_at.emplace_back(resp.responses.size(), tr.partition_responses.size());
-        waits.push_back(AwaitedCommit{nullptr, o.partition, o.last_offset + 1});
+        waits.push_back(
+            AwaitedCommit{nullptr, o.partition, o.last_offset + 1, o.min_insync_replicas});
       }
       pr.error_code = Wire(o.error);
       pr.base_offset = o.base_offset;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "base/clock.h"
 #include "broker/logging.h"
 #include "broker/producer_recovery.h"
 #include "format/batch_header.h"
@@ -49,6 +50,7 @@ Partition::Partition(std::string topic, PartitionId partition,
       log_dir_(log_->dir()),
       leader_epoch_(epoch),
       leader_(local),
+      replicas_{local},
       isr_{local} {}
 
 Partition::~Partition() = default;
@@ -165,6 +167,10 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
     }
     if (offline_.load()) return fail(ErrorCode::KAFKA_STORAGE_ERROR, name() + " is offline");
     std::lock_guard<std::mutex> lock(produce_mu_);
+    // Under produce_mu_, which role changes take: this append sees one role and one epoch.
+    if (!is_leader()) {
+      return fail(ErrorCode::NOT_LEADER_OR_FOLLOWER, name() + " is a follower here");
+    }
     bool idempotent = h.producer_id >= 0 && h.base_sequence >= 0;
     if (idempotent) {
       ProducerBatch original;
@@ -225,6 +231,7 @@ Result<Offset> Partition::AppendInternal(std::string* batch) {
     if (!log_) return Status::NotFound(name() + " was deleted");
     if (offline_.load()) return Status::IOError(name() + " is offline");
     std::lock_guard<std::mutex> lock(produce_mu_);
+    if (!is_leader()) return Status::NotLeader(name() + " is a follower here");
     int32_t epoch = leader_epoch().value();
     SILT_ASSIGN_OR_RETURN(storage::AppendResult r,
                           AppendingThread([&] { return log_->Append(batch, epoch); }));
@@ -365,7 +372,16 @@ OffsetAnswer Partition::ListOffset(int64_t timestamp) const {
     return out;
   }
   Offset hw = std::min(high_watermark(), log_->log_end_offset());
+  // A new leader whose high watermark has not yet reached its epoch's start does not know what
+  // is committed (the old leader's last records may or may not be): Kafka answers
+  // OFFSET_NOT_AVAILABLE for the latest offset, and for a timestamp found nowhere below it.
+  const Offset epoch_start = leader_epoch_start_offset();
+  const bool unsure = epoch_start.value() >= 0 && epoch_start > hw;
   if (timestamp == kLatest) {
+    if (unsure) {
+      out.error = ErrorCode::OFFSET_NOT_AVAILABLE;
+      return out;
+    }
     out.offset = hw;
   } else if (timestamp == kEarliest) {
     out.offset = log_->log_start_offset();
@@ -376,6 +392,10 @@ OffsetAnswer Partition::ListOffset(int64_t timestamp) const {
     auto [off, ts] = LookupTimestamp(*log_, timestamp, hw);
     out.offset = Offset(off);
     out.timestamp = ts;
+    if (off < 0 && unsure) {
+      out.error = ErrorCode::OFFSET_NOT_AVAILABLE;
+      return out;
+    }
   }
   if (out.offset.value() < 0) return out;
   // The epoch of the leader that wrote the offset's batch (the latest epoch at the log end).
@@ -414,12 +434,41 @@ Status Partition::ForEachBatch(Offset upper_bound,
 
 // ---- replication seam -------------------------------------------------------------------
 
+Partition::Follower* Partition::FindFollowerLocked(NodeId id) {
+  for (Follower& f : followers_) {
+    if (f.state.id == id) return &f;
+  }
+  return nullptr;
+}
+
+void Partition::SyncFollowersLocked() {
+  std::vector<Follower> next;
+  for (NodeId r : replicas_) {
+    if (r == local_) continue;
+    Follower* f = FindFollowerLocked(r);
+    if (f) {
+      next.push_back(*f);
+    } else {
+      Follower fresh;
+      fresh.state.id = r;
+      next.push_back(fresh);
+    }
+  }
+  followers_ = std::move(next);
+}
+
 void Partition::SetIsr(std::vector<NodeId> isr) {
   bool moved;
   Offset local_end = log_end_offset();  // before hw_mu_: see MaybeAdvanceHighWatermarkLocked
   {
     std::lock_guard<std::mutex> lock(hw_mu_);
     isr_ = std::move(isr);
+    for (NodeId n : isr_) {
+      if (std::find(replicas_.begin(), replicas_.end(), n) == replicas_.end()) {
+        replicas_.push_back(n);
+      }
+    }
+    SyncFollowersLocked();
     moved = MaybeAdvanceHighWatermarkLocked(local_end);
   }
   if (moved) Notify(WatchOffset::kHighWatermark);
@@ -430,26 +479,26 @@ void Partition::RecordFollowerLogEnd(NodeId follower, Offset log_end) {
   Offset local_end = log_end_offset();  // before hw_mu_: see MaybeAdvanceHighWatermarkLocked
   {
     std::lock_guard<std::mutex> lock(hw_mu_);
-    auto it = std::find_if(follower_log_end_.begin(), follower_log_end_.end(),
-                           [&](const auto& e) { return e.first == follower; });
-    if (it == follower_log_end_.end()) {
-      follower_log_end_.emplace_back(follower, log_end);
-    } else {
-      it->second = log_end;
+    if (std::find(replicas_.begin(), replicas_.end(), follower) == replicas_.end()) {
+      replicas_.push_back(follower);
+      SyncFollowersLocked();
     }
+    FindFollowerLocked(follower)->state.log_end = log_end;
     moved = MaybeAdvanceHighWatermarkLocked(local_end);
   }
   if (moved) Notify(WatchOffset::kHighWatermark);
 }
 
 bool Partition::MaybeAdvanceHighWatermarkLocked(Offset local_end) {
-  if (local_end.value() < 0) return false;
+  // A follower's high watermark is the leader's (UpdateFollowerHighWatermark), not its own.
+  if (!leading_ || local_end.value() < 0) return false;
   Offset hw = local_end;
   for (NodeId n : isr_) {
     if (n == local_) continue;
-    Offset theirs(0);
-    for (const auto& [id, end] : follower_log_end_) {
-      if (id == n) theirs = end;
+    // A member that has not fetched since this replica began leading holds it back (-1).
+    Offset theirs = kInvalidOffset;
+    for (const Follower& f : followers_) {
+      if (f.state.id == n) theirs = f.state.log_end;
     }
     hw = std::min(hw, theirs);
   }
@@ -512,9 +561,7 @@ Result<int> Partition::ApplyRetention() {
   return log_ ? log_->ApplyRetention() : Result<int>(0);
 }
 
-// ---- roles ----
-// The accessors are real; the transitions and the follower/leader replication paths are the
-// replication work in progress (Unsupported until then).
+// ---- roles -----------------------------------------------------------------------------
 
 bool Partition::is_leader() const {
   std::lock_guard<std::mutex> lock(hw_mu_);
@@ -536,30 +583,277 @@ std::vector<NodeId> Partition::isr() const {
   return isr_;
 }
 
+std::vector<NodeId> Partition::replicas() const {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  return replicas_;
+}
+
+Offset Partition::leader_epoch_start_offset() const {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  return leading_ ? leader_epoch_start_ : kInvalidOffset;
+}
+
+int32_t Partition::EffectiveMinIsr(const storage::LogConfig& config) const {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  return std::min<int32_t>(config.min_insync_replicas,
+                           static_cast<int32_t>(std::max<size_t>(replicas_.size(), 1)));
+}
+
+ErrorCode Partition::CheckLeaderEpoch(int32_t current_leader_epoch, bool leader_only) const {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  if (current_leader_epoch >= 0) {
+    if (current_leader_epoch < leader_epoch_.value()) return ErrorCode::FENCED_LEADER_EPOCH;
+    if (current_leader_epoch > leader_epoch_.value()) return ErrorCode::UNKNOWN_LEADER_EPOCH;
+  }
+  if (leader_only && !leading_) return ErrorCode::NOT_LEADER_OR_FOLLOWER;
+  return ErrorCode::NONE;
+}
+
+void Partition::SetHighWatermarkHint(Offset hint) {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  hw_hint_ = hint;
+}
+
 Status Partition::BecomeLeader(LeaderEpoch epoch, int32_t partition_epoch,
                                std::vector<NodeId> replicas, std::vector<NodeId> isr) {
-  return Status::Unsupported("BecomeLeader");
+  bool moved = false;
+  {
+    std::shared_lock<std::shared_mutex> life(life_mu_);
+    if (!log_) return Status::NotFound(name() + " was deleted");
+    // Held throughout: no append runs between the epoch's checkpoint entry and the switch.
+    std::lock_guard<std::mutex> produce(produce_mu_);
+    bool new_epoch;
+    bool new_leader;
+    {
+      std::lock_guard<std::mutex> lock(hw_mu_);
+      if (role_set_ && partition_epoch < partition_epoch_) {
+        LogInfo(name() + ": become-leader at partition epoch " + std::to_string(partition_epoch) +
+                " skipped, already at " + std::to_string(partition_epoch_));
+        return Status::OK();
+      }
+      if (epoch < leader_epoch_) {
+        return Status::InvalidArgument(name() + ": leader epoch " + std::to_string(epoch.value()) +
+                                       " is older than the current " +
+                                       std::to_string(leader_epoch_.value()));
+      }
+      new_epoch = !role_set_ || epoch > leader_epoch_;
+      new_leader = !role_set_ || !leading_;
+    }
+    const Offset end = log_->log_end_offset();
+    if (new_epoch && !log_->read_only()) {
+      // Before any batch of the epoch: a follower that asks where an older epoch ended is
+      // answered from this entry even if nothing has been appended in this epoch yet.
+      SILT_TRY(log_->AssignLeaderEpoch(epoch.value()));
+    }
+    const int64_t now = MonotonicMs();
+    std::lock_guard<std::mutex> lock(hw_mu_);
+    if (!role_set_) {
+      // Beyond the restart hint the log may hold records that were never committed.
+      Offset start = hw_hint_.value() >= 0 ? hw_hint_ : log_->log_start_offset();
+      high_watermark_.store(std::min(start, end).value());
+      role_set_ = true;
+    }
+    replicas_ = std::move(replicas);
+    isr_ = std::move(isr);
+    partition_epoch_ = partition_epoch;
+    leading_ = true;
+    leader_ = local_;
+    SyncFollowersLocked();
+    if (new_epoch) {
+      leader_epoch_ = epoch;
+      leader_epoch_start_ = end;
+      // Kafka's makeLeader/resetReplicaState.
+      for (Follower& f : followers_) {
+        bool in_sync = std::find(isr_.begin(), isr_.end(), f.state.id) != isr_.end();
+        f.state.last_caught_up_ms = in_sync ? now : 0;
+        f.state.last_fetch_ms = in_sync ? now : 0;
+        if (new_leader) {
+          f.state.log_end = kInvalidOffset;
+          f.state.log_start = kInvalidOffset;
+          f.state.last_fetch_ms = 0;
+          f.last_fetch_leader_log_end = kInvalidOffset;
+        } else {
+          f.last_fetch_leader_log_end = end;
+        }
+      }
+      LogInfo(name() + " leads epoch " + std::to_string(epoch.value()) + " from offset " +
+              std::to_string(end.value()) + ", high watermark " +
+              std::to_string(high_watermark_.load()));
+    }
+    moved = MaybeAdvanceHighWatermarkLocked(end);
+  }
+  (void)moved;
+  // Waiting fetches re-check the epoch and role; acks=all waiters the high watermark.
+  WakeAll();
+  return Status::OK();
 }
 
 Status Partition::BecomeFollower(LeaderEpoch epoch, int32_t partition_epoch, NodeId leader) {
-  return Status::Unsupported("BecomeFollower");
+  {
+    std::shared_lock<std::shared_mutex> life(life_mu_);
+    if (!log_) return Status::NotFound(name() + " was deleted");
+    std::lock_guard<std::mutex> produce(produce_mu_);
+    const Offset end = log_->log_end_offset();
+    std::lock_guard<std::mutex> lock(hw_mu_);
+    if (role_set_ && partition_epoch < partition_epoch_) {
+      LogInfo(name() + ": become-follower at partition epoch " + std::to_string(partition_epoch) +
+              " skipped, already at " + std::to_string(partition_epoch_));
+      return Status::OK();
+    }
+    if (epoch < leader_epoch_) {
+      return Status::InvalidArgument(name() + ": leader epoch " + std::to_string(epoch.value()) +
+                                     " is older than the current " +
+                                     std::to_string(leader_epoch_.value()));
+    }
+    if (!role_set_) {
+      Offset start = hw_hint_.value() >= 0 ? hw_hint_ : log_->log_start_offset();
+      high_watermark_.store(std::min(start, end).value());
+      role_set_ = true;
+    }
+    if (leading_ || epoch != leader_epoch_ || leader != leader_) {
+      LogInfo(name() + " follows " + std::to_string(leader.value()) + " in epoch " +
+              std::to_string(epoch.value()) + " from offset " + std::to_string(end.value()));
+    }
+    leading_ = false;
+    leader_ = leader;
+    leader_epoch_ = epoch;
+    partition_epoch_ = partition_epoch;
+    leader_epoch_start_ = kInvalidOffset;
+    isr_.clear();
+    followers_.clear();
+  }
+  // acks=all produces and client fetches waiting here answer NOT_LEADER_OR_FOLLOWER now.
+  WakeAll();
+  return Status::OK();
 }
+
+// ---- follower side ----------------------------------------------------------------------
 
 Result<Offset> Partition::AppendAsFollower(std::string_view batches) {
-  return Status::Unsupported("AppendAsFollower");
+  Offset end;
+  {
+    std::shared_lock<std::shared_mutex> life(life_mu_);
+    if (!log_) return Status::NotFound(name() + " was deleted");
+    if (offline_.load()) return Status::IOError(name() + " is offline");
+    std::lock_guard<std::mutex> lock(produce_mu_);
+    if (is_leader()) return Status::InvalidArgument(name() + " leads: it takes no replica append");
+    // The whole batches, checked (framing, magic 2, CRC) before anything is written.
+    std::vector<format::BatchHeader> headers;
+    size_t whole = 0;
+    const format::FramingLimits limits;
+    while (batches.size() - whole >= static_cast<size_t>(format::kBatchHeaderSize)) {
+      std::string_view rest = batches.substr(whole);
+      format::BatchHeader h = format::DecodeBatchHeader(rest);
+      // A fetch stops at max_bytes, possibly inside a batch: the partial one comes next time.
+      if (h.size() >= format::kBatchHeaderSize && static_cast<size_t>(h.size()) > rest.size()) {
+        break;
+      }
+      Status s = format::CheckBatchFraming(rest, limits, &h);
+      if (!s.ok()) {
+        return Status::Corruption(name() + ": replicated batch at offset " +
+                                  std::to_string(h.base_offset) + ": " + s.message());
+      }
+      headers.push_back(h);
+      whole += static_cast<size_t>(h.size());
+    }
+    const Offset log_end = log_->log_end_offset();
+    if (headers.empty()) return log_end;
+    const bool empty = log_->log_start_offset() == log_end;
+    if (headers.front().base() != log_end && !(empty && headers.front().base() > log_end)) {
+      return Status::InvalidArgument(name() + ": replicated batch at offset " +
+                                     std::to_string(headers.front().base_offset) +
+                                     " does not start at the log end " +
+                                     std::to_string(log_end.value()));
+    }
+    // Not marked as the appending thread: a roll inside a multi-batch append would otherwise
+    // snapshot producer state that lacks this call's earlier batches (see Open).
+    auto appended = log_->AppendWithOffsets(batches.substr(0, whole));
+    if (!appended.ok()) {
+      LogError("replica append to " + name() + ": " + appended.status().ToString());
+      return appended.status();
+    }
+    // As a replica: no sequence checks, but the state a new leader needs for retries.
+    for (const format::BatchHeader& h : headers) producers_.Replay(h);
+    if (!appended->flush_error.ok()) return TakeOfflineAfter(appended->flush_error);
+    end = log_->log_end_offset();
+  }
+  OnLogEndMoved();
+  return end;
 }
 
-void Partition::UpdateFollowerHighWatermark(Offset leader_high_watermark) {}
+void Partition::UpdateFollowerHighWatermark(Offset leader_high_watermark) {
+  Offset local_end = log_end_offset();
+  bool moved = false;
+  {
+    std::lock_guard<std::mutex> lock(hw_mu_);
+    if (leading_) return;
+    Offset hw = std::min(leader_high_watermark, local_end);
+    if (hw.value() > high_watermark_.load()) {
+      high_watermark_.store(hw.value());
+      moved = true;
+    }
+  }
+  if (moved) Notify(WatchOffset::kHighWatermark);
+}
 
 Result<Partition::EpochEnd> Partition::EndOffsetForEpoch(LeaderEpoch epoch) const {
-  return Status::Unsupported("EndOffsetForEpoch");
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  if (!log_) return Status::NotFound(name() + " was deleted");
+  auto undefined = [&] {
+    return Status::NotFound(name() + ": no end offset for leader epoch " +
+                            std::to_string(epoch.value()));
+  };
+  if (epoch.value() < 0) return undefined();
+  const std::vector<storage::PartitionLog::EpochEntry> epochs = log_->LeaderEpochs();
+  const Offset end = log_->log_end_offset();
+  if (epochs.empty()) return undefined();
+  // The latest epoch is the one still being written to: it ends at the log end.
+  if (epochs.back().epoch == epoch.value()) return EpochEnd{epoch, end};
+  auto higher = std::upper_bound(
+      epochs.begin(), epochs.end(), epoch.value(),
+      [](int32_t v, const storage::PartitionLog::EpochEntry& e) { return v < e.epoch; });
+  if (higher == epochs.end()) return undefined();
+  // Older than every known epoch: its records are gone, the first known epoch starts after.
+  if (higher == epochs.begin()) return EpochEnd{epoch, higher->start_offset};
+  return EpochEnd{LeaderEpoch((higher - 1)->epoch), higher->start_offset};
 }
+
+// ---- leader side: followers -------------------------------------------------------------
 
 void Partition::RecordFollowerFetch(NodeId follower, Offset fetch_offset, Offset log_start,
                                     int64_t now_ms) {
-  RecordFollowerLogEnd(follower, fetch_offset);
+  bool moved;
+  Offset leader_end = log_end_offset();  // before hw_mu_: see MaybeAdvanceHighWatermarkLocked
+  {
+    std::lock_guard<std::mutex> lock(hw_mu_);
+    if (!leading_) return;
+    Follower* f = FindFollowerLocked(follower);
+    if (!f) return;
+    FollowerState& st = f->state;
+    // Kafka's Replica.updateFetchStateOrThrow: a follower fetching at the leader's log end is
+    // caught up now; one fetching at the end the leader had when it last fetched was caught up
+    // then (so a busy partition's followers, always a little behind, still count as caught up).
+    if (fetch_offset >= leader_end) {
+      st.last_caught_up_ms = std::max(st.last_caught_up_ms, now_ms);
+    } else if (f->last_fetch_leader_log_end.value() >= 0 &&
+               fetch_offset >= f->last_fetch_leader_log_end) {
+      st.last_caught_up_ms = std::max(st.last_caught_up_ms, st.last_fetch_ms);
+    }
+    st.log_end = fetch_offset;
+    st.log_start = log_start;
+    st.last_fetch_ms = now_ms;
+    f->last_fetch_leader_log_end = std::max(leader_end, f->last_fetch_leader_log_end);
+    moved = MaybeAdvanceHighWatermarkLocked(leader_end);
+  }
+  if (moved) Notify(WatchOffset::kHighWatermark);
 }
 
-std::vector<Partition::FollowerState> Partition::Followers() const { return {}; }
+std::vector<Partition::FollowerState> Partition::Followers() const {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  std::vector<FollowerState> out;
+  if (!leading_) return out;
+  for (const Follower& f : followers_) out.push_back(f.state);
+  return out;
+}
 
 }  // namespace silt::broker

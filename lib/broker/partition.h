@@ -148,23 +148,39 @@ class Partition {
                       const std::function<Status(std::string_view batch)>& fn) const;
 
   // ---- replication seam ----
-  // Sets the in-sync replicas (always including the local node while it leads).
+  // Sets the in-sync replicas (always including the local node while it leads); a member not
+  // yet among the replicas is added to them. May move the high watermark.
   void SetIsr(std::vector<NodeId> isr);
-  // A follower's log end, as its fetches report it; may move the high watermark.
+  // A follower's log end, as its fetches report it; may move the high watermark. (The bare form
+  // of RecordFollowerFetch, for tests: it adds `follower` to the replicas when missing.)
   void RecordFollowerLogEnd(NodeId follower, Offset log_end);
 
   // ---- roles (set by cluster mode's replica manager from the metadata) ----
-  // A partition opens as leader of epoch `leader_epoch` with ISR {local} (a single node).
+  // A partition opens as leader of epoch `leader_epoch` with ISR {local} (a single node), and
+  // its high watermark at the log end. Role changes are serialised with appends (an append
+  // runs wholly before or wholly after one).
+  //
+  // The first role change (BecomeLeader or BecomeFollower) starts the high watermark from the
+  // restart hint (SetHighWatermarkHint; the log start without one), never above the log end:
+  // what the log holds beyond it may not be committed.
   //
   // Leads epoch `epoch` with `replicas` assigned and `isr` in sync (partition epoch
-  // `partition_epoch`, the metadata's version of this partition's state). When `epoch` is new,
-  // its start offset (the log end now) goes into the leader-epoch checkpoint first. Follower
-  // state starts afresh (Kafka's makeLeader): each follower's log end unknown until it fetches,
-  // its last caught-up time now.
+  // `partition_epoch`, the metadata's version of this partition's state). When `epoch` is new
+  // (above the current one, or this is the first role change), its start offset (the log end
+  // now) goes into the leader-epoch checkpoint first, written before this returns, and follower
+  // state starts afresh as in Kafka's makeLeader: when this replica was not leading, each
+  // follower's log end and log start are unknown (-1) until it fetches; its last caught-up time
+  // is now if it is in `isr`, else 0 (so that it cannot hold the high watermark back), and so
+  // is its last fetch time. The same epoch again only updates replicas and ISR. A
+  // `partition_epoch` older than the current one is skipped (OK, nothing changes: the state
+  // already came from a newer version); an `epoch` older than the current one is
+  // InvalidArgument. The high watermark may move (ISR {local}: to the log end).
   Status BecomeLeader(LeaderEpoch epoch, int32_t partition_epoch, std::vector<NodeId> replicas,
                       std::vector<NodeId> isr);
-  // Follows `leader` in epoch `epoch`: clients' produce and fetch get NOT_LEADER_OR_FOLLOWER;
-  // only AppendAsFollower writes. The high watermark stays where it is until the leader says.
+  // Follows `leader` in epoch `epoch`: clients' produce and fetch get NOT_LEADER_OR_FOLLOWER
+  // (and so do the acks=all produces waiting: every watcher is woken); only AppendAsFollower
+  // writes. The ISR and follower state are dropped (a follower tracks none). The high
+  // watermark stays where it is until the leader says. Stale epochs as for BecomeLeader.
   Status BecomeFollower(LeaderEpoch epoch, int32_t partition_epoch, NodeId leader);
   // True while this replica leads (the single-node default).
   bool is_leader() const;
@@ -172,20 +188,44 @@ class Partition {
   NodeId leader() const;
   int32_t partition_epoch() const;
   std::vector<NodeId> isr() const;
+  // The assigned replicas ({local} on a single node).
+  std::vector<NodeId> replicas() const;
+  // Where the current leader epoch started in this log while leading (the log end at
+  // BecomeLeader); -1 while following or before any BecomeLeader.
+  Offset leader_epoch_start_offset() const;
+  // Kafka's effective min.insync.replicas: `config`'s, but never more than the replicas
+  // assigned (a single node with min.insync.replicas=2 still takes acks=all).
+  int32_t EffectiveMinIsr(const storage::LogConfig& config) const;
+  // KIP-320 fencing, then the role: FENCED_LEADER_EPOCH when `current_leader_epoch` (>= 0) is
+  // older than this replica's leader epoch, UNKNOWN_LEADER_EPOCH when newer, -1 skips the
+  // check; then NOT_LEADER_OR_FOLLOWER when `leader_only` and this replica follows; else NONE.
+  protocol::ErrorCode CheckLeaderEpoch(int32_t current_leader_epoch, bool leader_only) const;
+  // The high watermark this replica had at its last clean stop (replication-offset-checkpoint),
+  // applied at the first role change. Call before it; -1 forgets it.
+  void SetHighWatermarkHint(Offset hint);
 
   // ---- follower side ----
   // Appends whole batches fetched from the leader (`batches`: one or more record batches as
-  // stored, v2 only, starting exactly at the log end), keeping their offsets and leader epochs
-  // (each new epoch seen goes into the leader-epoch checkpoint), and applies each batch's
-  // producer state as a replica (no sequence checks). A trailing partial batch is not appended.
-  // InvalidArgument when the first batch does not start at the log end, Corruption for a damaged
-  // batch (nothing after it is appended). Returns the new log end.
+  // stored, v2 only, starting exactly at the log end — or, in an empty log, anywhere above it:
+  // the log then starts there), keeping their bytes as they are (offsets, leader epochs, CRC;
+  // later batches may leave gaps, as a compacted leader's do), recording each new epoch seen in
+  // the leader-epoch cache, and applying each batch's producer state as a replica (no sequence
+  // checks; the state is then what a new leader needs to answer a retry with the original
+  // offsets). A trailing partial batch (a fetch cut at max_bytes) is not appended; no whole
+  // batch at all appends nothing. InvalidArgument when this replica leads, or when the first
+  // batch does not start at the log end; Corruption for a damaged batch (bad framing or CRC):
+  // then nothing is appended. Returns the new log end.
   Result<Offset> AppendAsFollower(std::string_view batches);
   // A follower's high watermark: min(`leader_high_watermark`, log end); never moves down.
+  // Ignored while leading.
   void UpdateFollowerHighWatermark(Offset leader_high_watermark);
-  // Kafka's OffsetForLeaderEpoch answer: the largest epoch <= `epoch` this log knows and the
-  // offset where it ends (the next epoch's start, or the log end for the latest). NotFound when
-  // `epoch` predates every epoch in the log.
+  // Kafka's OffsetForLeaderEpoch answer (LeaderEpochFileCache.endOffsetFor): for this log's
+  // latest epoch, the log end; for an older epoch the log knows, that epoch and the next
+  // epoch's start offset; for one between two known epochs, the older of them and the newer's
+  // start; for one older than every known epoch, `epoch` itself and the first epoch's start
+  // offset (everything before that is gone: a follower truncates there, not to its high
+  // watermark). NotFound (UNDEFINED, -1/-1 on the wire) when `epoch` is -1, newer than every
+  // known epoch, or the log knows no epoch.
   struct EpochEnd {
     LeaderEpoch epoch;
     Offset end_offset;
@@ -202,10 +242,13 @@ class Partition {
     int64_t last_fetch_ms = 0;
   };
   // A follower fetched at `fetch_offset` (its log end) with log start `log_start`, at
-  // `now_ms` (steady clock). Updates its caught-up time the way Kafka does (caught up when
-  // the fetch reached the leader's log end, or the log end of the leader's previous answer to
-  // it), and may move the high watermark. Ignored unless leading and `follower` is a replica.
+  // `now_ms` (steady clock, MonotonicMs). Updates its caught-up time the way Kafka does: a
+  // fetch at or beyond the leader's log end now is caught up now; else one at or beyond the log
+  // end the leader had at this follower's previous fetch is caught up as of that previous
+  // fetch's time; the time never moves back. Then may move the high watermark (and wake the
+  // acks=all waiters). Ignored unless leading and `follower` is one of the replicas.
   void RecordFollowerFetch(NodeId follower, Offset fetch_offset, Offset log_start, int64_t now_ms);
+  // Every replica but this one, in replica order (empty while following).
   std::vector<FollowerState> Followers() const;
 
   // ---- delayed operations ----
@@ -262,14 +305,26 @@ class Partition {
   mutable std::mutex produce_mu_;
   ProducerStateTable producers_;
 
-  // Guards the replication state below.
+  // Guards the replication state below. Role changes also hold produce_mu_ (taken first), so
+  // that an append sees one role and one epoch from its checks to its end.
   mutable std::mutex hw_mu_;
   LeaderEpoch leader_epoch_;
   bool leading_ = true;
+  bool role_set_ = false;  // a BecomeLeader/BecomeFollower has run
   NodeId leader_;
   int32_t partition_epoch_ = 0;
+  std::vector<NodeId> replicas_;
   std::vector<NodeId> isr_;
-  std::vector<std::pair<NodeId, Offset>> follower_log_end_;
+  Offset leader_epoch_start_ = kInvalidOffset;
+  Offset hw_hint_ = kInvalidOffset;
+  struct Follower {
+    FollowerState state;
+    // The leader's log end when this follower last fetched (Kafka's lastFetchLeaderLogEndOffset).
+    Offset last_fetch_leader_log_end = kInvalidOffset;
+  };
+  std::vector<Follower> followers_;  // one per replica but this node
+  Follower* FindFollowerLocked(NodeId id);
+  void SyncFollowersLocked();  // an entry for each replica, none for others
   std::atomic<int64_t> high_watermark_{0};
 
   std::mutex watch_mu_;

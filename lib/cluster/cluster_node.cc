@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/random.h"
 #include "base/topic_name.h"
 #include "broker/local_metadata_store.h"
@@ -24,6 +25,7 @@
 #include "cluster/node_directory.h"
 #include "cluster/placement.h"
 #include "cluster/raft_quorum.h"
+#include "cluster/replica_manager.h"
 #include "protocol/consumer_offsets.h"
 
 namespace silt::cluster {
@@ -142,7 +144,12 @@ struct ClusterNode::Impl {
   Clock::time_point next_heartbeat;
   // The broker's partitions and peer-connection hook, from Serving() on (under mu).
   broker::BrokerServices services;
-  std::set<std::pair<std::string, int32_t>> led;
+  std::set<std::pair<std::string, int32_t>> assigned;
+  // Roles, replica fetchers and ISR changes (replica_manager.h), from registration on.
+  std::unique_ptr<ReplicaManager> replicas;
+  // MonotonicMs of the last heartbeat a ready controller answered (or of this node's own
+  // readiness as the controller); the replica manager's isolation test.
+  std::atomic<int64_t> last_controller_contact_ms{MonotonicMs()};
 
   std::shared_ptr<const MetadataImage> image() const { return sm.image(); }
   bool Stopping() {
@@ -162,6 +169,8 @@ struct ClusterNode::Impl {
   void CheckLiveness();
   void Reconcile();
   void OnPeer(NodeId sender, int fd);
+  void OnKafkaPeer(NodeId sender, int fd);
+  void StartReplicas();
   void ServePeer(NodeId sender, int fd);
 };
 
@@ -262,6 +271,48 @@ void ClusterNode::Impl::OnPeer(NodeId sender, int fd) {
   std::thread([this, sender, fd] { ServePeer(sender, fd); }).detach();
 }
 
+// A follower's Kafka-protocol connection ("SILTKAFK"): the broker serves it as from `sender`.
+void ClusterNode::Impl::OnKafkaPeer(NodeId sender, int fd) {
+  std::function<void(int, NodeId)> adopt;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!stopping && serving) adopt = services.adopt_peer_connection;
+  }
+  if (!adopt) {
+    ::close(fd);
+    return;
+  }
+  broker::LogDebug("replica connection from node " + std::to_string(sender.value()));
+  adopt(fd, sender);
+}
+
+void ClusterNode::Impl::StartReplicas() {
+  broker::PartitionManager* partitions = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    partitions = services.partitions;
+  }
+  if (partitions == nullptr || replicas) return;
+  ReplicaManagerOptions ro;
+  ro.self = options.node_id;
+  ro.voters = options.voters;
+  ro.fetch.fetch_max_bytes = options.config.replica_fetch_max_bytes;
+  ro.fetch.fetch_wait_max_ms = options.config.replica_fetch_wait_max_ms;
+  ro.fetch.fetch_backoff_ms = options.config.replica_fetch_backoff_ms;
+  ro.replica_lag_time_max_ms = options.config.replica_lag_time_max_ms;
+  ro.broker_session_timeout_ms = options.config.broker_session_timeout_ms;
+  ro.partitions = partitions;
+  ro.image = [this] { return image(); };
+  ro.propose = [this](const std::vector<MetadataRecord>& records) {
+    return Propose(RandomUuid(), records, std::min(options.proposal_timeout_ms, 5000)).status();
+  };
+  ro.last_controller_contact_ms = [this] { return last_controller_contact_ms.load(); };
+  auto rm = std::make_unique<ReplicaManager>(std::move(ro));
+  rm->Start();
+  std::lock_guard<std::mutex> lock(mu);
+  replicas = std::move(rm);
+}
+
 void ClusterNode::Impl::ServePeer(NodeId sender, int fd) {
   for (;;) {
     auto body = ReadFrame(fd);
@@ -332,6 +383,7 @@ void ClusterNode::Impl::MemberLoop() {
     if (registered) {
       SendHeartbeat();
       CheckLiveness();
+      if (quorum->IsReadyLeader()) last_controller_contact_ms = MonotonicMs();
     }
     // Only once registered: the registration's entry was applied here, so the image holds
     // every change committed before it, and a local topic missing from it was deleted (before
@@ -339,6 +391,8 @@ void ClusterNode::Impl::MemberLoop() {
     if (registered && img != seen) {
       seen = img;
       Reconcile();
+      if (!replicas) StartReplicas();
+      if (replicas) replicas->Wake();
     }
   }
 }
@@ -353,6 +407,7 @@ void ClusterNode::Impl::SendHeartbeat() {
   if (!to) return;
   auto r = ForwardPropose(*to, options.node_id, ForwardRequest{Uuid(), "", ForwardKind::kHeartbeat},
                           std::max(100, options.config.broker_heartbeat_interval_ms * 2));
+  if (r.ok() && r->outcome == ProposeOutcome::kApplied) last_controller_contact_ms = MonotonicMs();
   if (!r.ok()) broker::LogDebug("heartbeat to node " + std::to_string(leader->value()) + ": " +
                                 r.status().ToString());
 }
@@ -393,19 +448,30 @@ void ClusterNode::Impl::CheckLiveness() {
   std::vector<std::string> moved;
   for (const auto& [tid, t] : img->topics()) {
     for (const auto& [p, part] : t.partitions) {
+      // A fenced broker leaves every ISR it is in (as in Kafka), unless it is the last member:
+      // the ISR is never emptied.
+      std::vector<NodeId> isr;
+      for (NodeId r : part.isr) {
+        if (!dead.count(r.value())) isr.push_back(r);
+      }
+      if (isr.empty()) isr = part.isr;
       bool needs = part.leader.value() == kNoLeader || dead.count(part.leader.value());
-      if (!needs) continue;
-      NodeId next(kNoLeader);
-      for (NodeId r : part.replicas) {
-        bool in_isr = std::find(part.isr.begin(), part.isr.end(), r) != part.isr.end();
-        if (in_isr && usable(r)) {
-          next = r;
-          break;
+      NodeId next = part.leader;
+      if (needs) {
+        next = NodeId(kNoLeader);
+        for (NodeId r : part.replicas) {
+          bool in_isr = std::find(isr.begin(), isr.end(), r) != isr.end();
+          if (in_isr && usable(r)) {
+            next = r;
+            break;
+          }
         }
       }
-      if (next == part.leader) continue;
-      records.push_back(PartitionChangeRecord{PartitionId(p), t.id, std::nullopt, next,
-                                              std::nullopt});
+      if (next == part.leader && isr == part.isr) continue;
+      records.push_back(PartitionChangeRecord{
+          PartitionId(p), t.id,
+          isr == part.isr ? std::nullopt : std::optional<std::vector<NodeId>>(isr),
+          next == part.leader ? NodeId(kNoLeaderChange) : next, std::nullopt});
       moved.push_back(t.name + "-" + std::to_string(p) + "->" + std::to_string(next.value()));
     }
   }
@@ -427,21 +493,25 @@ void ClusterNode::Impl::Reconcile() {
   // made from it, so a local topic missing from it was deleted.
   std::vector<broker::TopicMetadata> locals = local->ListTopics();
   auto img = image();
-  // Partitions this node no longer leads are let go of, so that the next request for them
-  // asks the image again (NOT_LEADER_OR_FOLLOWER) instead of reaching an open log.
-  std::set<std::pair<std::string, int32_t>> now_led;
+  // Partitions no longer assigned to this node are let go of (their files stay), so that the
+  // next request for them asks the image again (NOT_LEADER_OR_FOLLOWER) instead of reaching an
+  // open log; the replica manager reopens the topic's other partitions with their roles.
+  std::set<std::pair<std::string, int32_t>> now_assigned;
   for (const auto& [tid, t] : img->topics()) {
     for (const auto& [p, part] : t.partitions) {
-      if (part.leader == options.node_id) now_led.insert({t.name, p});
+      if (std::find(part.replicas.begin(), part.replicas.end(), options.node_id) !=
+          part.replicas.end()) {
+        now_assigned.insert({t.name, p});
+      }
     }
   }
   std::set<std::string> lost;
-  for (const auto& k : led) {
-    if (!now_led.count(k)) lost.insert(k.first);
+  for (const auto& k : assigned) {
+    if (!now_assigned.count(k)) lost.insert(k.first);
   }
-  led = std::move(now_led);
+  assigned = std::move(now_assigned);
   for (const std::string& topic : lost) {
-    LogInfo("no longer leading some partitions of " + topic + "; closing them here");
+    LogInfo("some partitions of " + topic + " are no longer assigned here; closing them");
     store.NotifyDelete(topic);
   }
   for (const broker::TopicMetadata& t : locals) {
@@ -493,7 +563,6 @@ Result<broker::TopicMetadata> ImageStore::GetTopic(const std::string& name) {
   return Describe(*img, *t);
 }
 
-// Replicas beyond the leader are assigned but not yet copied to: the ISR is the leader alone.
 Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
     const std::string& name, int32_t partitions, int32_t replication_factor,
     const std::map<std::string, std::string>& configs) {
@@ -511,8 +580,9 @@ Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
   std::vector<MetadataRecord> records{TopicRecord{name, id}};
   for (int32_t p = 0; p < partitions; ++p) {
     const auto& replicas = placement[p];
+    // Every replica starts in sync (all are empty), as in Kafka.
     records.push_back(PartitionRecord{
-        PartitionId(p), id, replicas, {replicas[0]}, replicas[0], LeaderEpoch(0), 0});
+        PartitionId(p), id, replicas, replicas, replicas[0], LeaderEpoch(0), 0});
   }
   for (const auto& [k, v] : configs) {
     records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, v});
@@ -562,7 +632,7 @@ Status ImageStore::AddPartitions(const std::string& name, int32_t new_total) {
   for (int32_t p = have; p < new_total; ++p) {
     const auto& replicas = placement[p - have];
     records.push_back(PartitionRecord{
-        PartitionId(p), t->id, replicas, {replicas[0]}, replicas[0], LeaderEpoch(0), 0});
+        PartitionId(p), t->id, replicas, replicas, replicas[0], LeaderEpoch(0), 0});
   }
   SILT_TRY(node_->Propose(records).status());
   LogInfo("topic " + name + " now has " + std::to_string(new_total) +
@@ -642,9 +712,22 @@ Result<std::shared_ptr<storage::PartitionLog>> ImageStore::OpenLog(const std::st
     return Status::NotFound(topic + "-" + std::to_string(partition.value()) +
                             ": no such partition");
   }
-  if (it->second.leader != node_->options.node_id) {
+  const auto& replicas = it->second.replicas;
+  if (std::find(replicas.begin(), replicas.end(), node_->options.node_id) == replicas.end()) {
     return Status::NotLeader(topic + "-" + std::to_string(partition.value()) + " is led by node " +
-                             std::to_string(it->second.leader.value()));
+                             std::to_string(it->second.leader.value()) + " (no replica here)");
+  }
+  // With a broker behind it, only the replica manager opens a replica (and gives it its role
+  // before any request can use it); anyone else is told to retry, and the manager is woken.
+  ReplicaManager* rm = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(node_->mu);
+    rm = node_->replicas.get();
+  }
+  if (rm != nullptr && !OpeningForReplicaManager()) {
+    rm->Wake();
+    return Status::NotLeader(topic + "-" + std::to_string(partition.value()) +
+                             ": the replica is not open here yet");
   }
   {
     // The data dir keeps the topic under the image's id, with every partition the image has.
@@ -724,7 +807,13 @@ Status ClusterNode::Start(broker::LocalMetadataStore* local, const broker::NodeI
       LogInfo("this node is no longer the controller");
     }
   };
-  q.on_peer_connection = [raw](NodeId sender, int fd) { raw->OnPeer(sender, fd); };
+  q.on_peer_connection = [raw](NodeId sender, PeerStream kind, int fd) {
+    if (kind == PeerStream::kKafka) {
+      raw->OnKafkaPeer(sender, fd);
+    } else {
+      raw->OnPeer(sender, fd);
+    }
+  };
   auto started = RaftQuorum::Start(std::move(q));
   if (!started.ok()) return started.status().WithContext("starting the metadata quorum");
   s.quorum = std::move(started).value();
@@ -758,6 +847,13 @@ void ClusterNode::Stop() {
     s.cv.notify_all();
   }
   if (s.member.joinable()) s.member.join();
+  // The replica manager's proposals see the node stopping and return.
+  std::unique_ptr<ReplicaManager> replicas;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    replicas = std::move(s.replicas);
+  }
+  if (replicas) replicas->Stop();
   // Pending proposals complete (their waiters return); the loop thread is joined, so no new
   // peer connection arrives after this.
   if (s.quorum) s.quorum->Stop();

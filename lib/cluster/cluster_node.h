@@ -7,10 +7,14 @@
 //   metadata records (placement.h for new partitions) and propose them: on the controller
 //   directly, elsewhere through a ForwardRequest to the controller's peer address
 //   (controller_channel.h); they return once the change has been applied to this node's image.
-// - Logs (broker::LogProvider): only partitions this node leads are opened, in the data dir
-//   (created there with the image's topic id on first use); any other partition of a known topic
-//   is Status::NotLeader (NOT_LEADER_OR_FOLLOWER on the wire). __consumer_offsets stays local to
-//   each node for now.
+// - Logs (broker::LogProvider): partitions this node holds a replica of are opened, in the data
+//   dir (created there with the image's topic id on first use); once a broker serves, only by
+//   the replica manager (replica_manager.h), which sets each one's role first. Any other
+//   partition of a known topic is Status::NotLeader (NOT_LEADER_OR_FOLLOWER on the wire).
+//   __consumer_offsets stays local to each node for now.
+// - Replication: the replica manager (started once registered) follows the image: roles,
+//   replica fetchers over "SILTKAFK" connections (which this node's broker serves for its
+//   followers), ISR changes as AlterPartitionRecords, and an isolated leader's step-down.
 // - Registration: once serving, the node proposes [ClusterIdRecord, RegisterBrokerRecord,
 //   UnfenceBrokerRecord] as one command (retried until applied). The first command of a new
 //   cluster's log so carries its cluster id, and a node with another cluster id is refused; so is

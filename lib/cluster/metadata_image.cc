@@ -148,6 +148,48 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
     pit->second = std::move(p);
     return Status::OK();
   }
+  if (auto* r = std::get_if<AlterPartitionRecord>(&rec)) {
+    auto it = topics_.find(r->topic_id);
+    if (it == topics_.end()) {
+      return Refuse(t, "UNKNOWN_TOPIC_OR_PARTITION: unknown topic id " + r->topic_id.ToString());
+    }
+    auto pit = it->second.partitions.find(r->partition_id.value());
+    if (pit == it->second.partitions.end()) {
+      return Refuse(t, "UNKNOWN_TOPIC_OR_PARTITION: unknown partition " +
+                           std::to_string(r->partition_id.value()));
+    }
+    PartitionImage p = pit->second;
+    // Kafka's order of checks (the controller's AlterPartition handling): who sends, from
+    // which epoch, based on which version of the state, then the new ISR itself.
+    if (r->leader != p.leader || r->leader_epoch != p.leader_epoch) {
+      return Refuse(t, "FENCED_LEADER_EPOCH: node " + std::to_string(r->leader.value()) +
+                           " at leader epoch " + std::to_string(r->leader_epoch.value()) +
+                           "; the leader is " + std::to_string(p.leader.value()) + " at epoch " +
+                           std::to_string(p.leader_epoch.value()));
+    }
+    if (r->partition_epoch != p.partition_epoch) {
+      return Refuse(t, "INVALID_UPDATE_VERSION: based on partition epoch " +
+                           std::to_string(r->partition_epoch) + ", now " +
+                           std::to_string(p.partition_epoch));
+    }
+    if (r->new_isr.empty() || !Contains(r->new_isr, p.leader)) {
+      return Refuse(t, "INVALID_REQUEST: the ISR must hold the leader");
+    }
+    for (NodeId n : r->new_isr) {
+      if (Contains(p.isr, n)) continue;
+      auto b = brokers_.find(n.value());
+      if (b == brokers_.end() || b->second.fenced) {
+        return Refuse(t, "INELIGIBLE_REPLICA: " + std::to_string(n.value()) +
+                             " is not a registered, unfenced broker");
+      }
+    }
+    p.isr = r->new_isr;
+    Status valid = CheckPartition(t, p);
+    if (!valid.ok()) return Status::InvalidArgument("INVALID_REQUEST: " + valid.message());
+    p.partition_epoch += 1;
+    pit->second = std::move(p);
+    return Status::OK();
+  }
   if (auto* r = std::get_if<RemoveTopicRecord>(&rec)) {
     auto it = topics_.find(r->topic_id);
     if (it == topics_.end()) return Refuse(t, "unknown topic id " + r->topic_id.ToString());

@@ -81,6 +81,14 @@ struct BodyWriter {
     w.I64(r.next_producer_id.value());
   }
   void operator()(const ClusterIdRecord& r) { PutString(w, r.cluster_id); }
+  void operator()(const AlterPartitionRecord& r) {
+    w.I32(r.partition_id.value());
+    PutUuid(w, r.topic_id);
+    w.I32(r.leader.value());
+    w.I32(r.leader_epoch.value());
+    w.I32(r.partition_epoch);
+    PutNodes(w, r.new_isr);
+  }
 };
 
 // ---- reading: each getter returns false on short input ----
@@ -229,6 +237,18 @@ bool ReadBody(ByteReader& r, RecordType type, MetadataRecord* out) {
       *out = std::move(x);
       return true;
     }
+    case RecordType::kAlterPartition: {
+      AlterPartitionRecord x;
+      int32_t p = 0, epoch = 0;
+      if (!r.I32(&p) || !GetUuid(r, &x.topic_id) || !GetNodeId(r, &x.leader) || !r.I32(&epoch) ||
+          !r.I32(&x.partition_epoch) || !GetNodes(r, &x.new_isr)) {
+        return false;
+      }
+      x.partition_id = PartitionId(p);
+      x.leader_epoch = LeaderEpoch(epoch);
+      *out = std::move(x);
+      return true;
+    }
   }
   return false;
 }
@@ -245,6 +265,7 @@ bool KnownType(int16_t t) {
     case RecordType::kRemoveTopic:
     case RecordType::kProducerIds:
     case RecordType::kClusterId:
+    case RecordType::kAlterPartition:
       return true;
   }
   return false;
@@ -257,7 +278,8 @@ RecordType TypeOf(const MetadataRecord& r) {
                                           RecordType::kPartition,       RecordType::kConfig,
                                           RecordType::kPartitionChange, RecordType::kFenceBroker,
                                           RecordType::kUnfenceBroker,   RecordType::kRemoveTopic,
-                                          RecordType::kProducerIds,     RecordType::kClusterId};
+                                          RecordType::kProducerIds,     RecordType::kClusterId,
+                                          RecordType::kAlterPartition};
   static_assert(std::size(kTypes) == std::variant_size_v<MetadataRecord>);
   return kTypes[r.index()];
 }
@@ -284,6 +306,8 @@ const char* RecordTypeName(RecordType t) {
       return "ProducerIdsRecord";
     case RecordType::kClusterId:
       return "ClusterIdRecord";
+    case RecordType::kAlterPartition:
+      return "AlterPartitionRecord";
   }
   return "unknown record";
 }

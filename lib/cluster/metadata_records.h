@@ -31,6 +31,12 @@
 //   ClusterId v0       (silt's ClusterIdRecord) cluster_id string   (type 1000, no Kafka
 //                                              counterpart: the first record of every cluster's
 //                                              log; a different id later is refused)
+//   AlterPartition v0  (silt's AlterPartitionRecord, type 1001: Kafka's AlterPartition request
+//                      as a record, so that its checks run in every node's apply)
+//                                              partition_id int32, topic_id uuid,
+//                                              leader int32 (the sender), leader_epoch int32,
+//                                              partition_epoch int32 (the state it was based
+//                                              on), new_isr [int32]
 //
 //   Command => count int32, [length int32, Record]   (one Raft entry; applied all or nothing)
 #pragma once
@@ -59,6 +65,7 @@ enum class RecordType : int16_t {
   kRemoveTopic = 9,
   kProducerIds = 15,
   kClusterId = 1000,  // silt's own
+  kAlterPartition = 1001,  // silt's own
 };
 
 inline constexpr int8_t kRecordFrameVersion = 1;
@@ -127,10 +134,27 @@ struct ClusterIdRecord {
   bool operator==(const ClusterIdRecord&) const = default;
 };
 
+// A partition leader's request to change the ISR (Kafka's AlterPartition), applied only when it
+// is based on the partition's current state: `leader` is the leader and `leader_epoch` its epoch
+// (else FENCED_LEADER_EPOCH), `partition_epoch` the current partition epoch (else
+// INVALID_UPDATE_VERSION), `new_isr` a non-empty subset of the replicas holding the leader
+// whose added members are registered, unfenced brokers (else INVALID_REQUEST /
+// INELIGIBLE_REPLICA). The refusal's message starts with that Kafka error name. Applied, it
+// sets the ISR and bumps the partition epoch, as a PartitionChange does.
+struct AlterPartitionRecord {
+  PartitionId partition_id;
+  Uuid topic_id;
+  NodeId leader;
+  LeaderEpoch leader_epoch{0};
+  int32_t partition_epoch = 0;
+  std::vector<NodeId> new_isr;
+  bool operator==(const AlterPartitionRecord&) const = default;
+};
+
 using MetadataRecord =
     std::variant<RegisterBrokerRecord, TopicRecord, PartitionRecord, ConfigRecord,
                  PartitionChangeRecord, FenceBrokerRecord, UnfenceBrokerRecord, RemoveTopicRecord,
-                 ProducerIdsRecord, ClusterIdRecord>;
+                 ProducerIdsRecord, ClusterIdRecord, AlterPartitionRecord>;
 
 RecordType TypeOf(const MetadataRecord& r);
 const char* RecordTypeName(RecordType t);

@@ -8,7 +8,9 @@ namespace silt::cluster {
 std::string EncodePreamble(PeerStream kind, NodeId sender) {
   std::string out;
   ByteWriter w(&out);
-  w.Raw(kind == PeerStream::kRaft ? kRaftMagic : kPeerMagic);
+  w.Raw(kind == PeerStream::kRaft    ? kRaftMagic
+        : kind == PeerStream::kKafka ? kKafkaMagic
+                                     : kPeerMagic);
   w.I16(kPreambleVersion);
   w.I16(0);  // reserved
   w.I32(sender.value());
@@ -20,6 +22,7 @@ Result<PeerStream> DecodePreambleMagic(std::string_view magic) {
     std::string_view m = magic.substr(0, kPreambleMagicSize);
     if (m == kRaftMagic) return PeerStream::kRaft;
     if (m == kPeerMagic) return PeerStream::kPeer;
+    if (m == kKafkaMagic) return PeerStream::kKafka;
   }
   return Status::InvalidArgument("not a silt peer preamble");
 }

@@ -5,7 +5,10 @@
 // accepting side reads exactly these bytes and dispatches on the magic:
 //
 //   Preamble => magic version reserved sender_id      (16 bytes, big-endian integers)
-//     magic      [8]    "SILTRAFT" (Raft messages follow) or "SILTPEER" (other peer traffic)
+//     magic      [8]    "SILTRAFT" (Raft messages follow), "SILTPEER" (silt's own peer
+//                         requests: controller_channel.h) or "SILTKAFK" (the Kafka protocol
+//                         follows: a follower's replica fetches and OffsetForLeaderEpoch, served
+//                         by the broker as a connection from node sender_id)
 //     version    int16  1
 //     reserved   int16  0
 //     sender_id  int32  the connecting node's id (must be in the accepting node's voter list)
@@ -29,8 +32,9 @@ static_assert(kPreambleSize == 16);
 inline constexpr int16_t kPreambleVersion = 1;
 inline constexpr std::string_view kRaftMagic = "SILTRAFT";
 inline constexpr std::string_view kPeerMagic = "SILTPEER";
+inline constexpr std::string_view kKafkaMagic = "SILTKAFK";
 
-enum class PeerStream { kRaft, kPeer };
+enum class PeerStream { kRaft, kPeer, kKafka };
 
 // The 16 bytes a connection of `kind` from node `sender` starts with.
 std::string EncodePreamble(PeerStream kind, NodeId sender);

@@ -150,7 +150,7 @@ void IncomingRead(uv_stream_t* s, ssize_t n, const uv_buf_t*) {
     dup_fd = ::dup(fd);
   }
   IncomingFinish(in, true);
-  if (dup_fd >= 0) t->opts.on_peer_connection(pre->sender, dup_fd);
+  if (dup_fd >= 0) t->opts.on_peer_connection(pre->sender, pre->kind, dup_fd);
 }
 
 void IncomingTimeout(uv_timer_t* timer) {

@@ -5,7 +5,7 @@
 // whatever address libraft passes, and starts with the "SILTRAFT" preamble (peer_preamble.h),
 // which replaces libraft's TCP handshake (the one whose address length it trusts).
 // Incoming: the listener binds the node's own entry, reads exactly the preamble of each accepted
-// connection and hands Raft streams to libraft, "SILTPEER" streams to the peer handler, and
+// connection and hands Raft streams to libraft, "SILTPEER" and "SILTKAFK" streams to the peer handler (with their kind), and
 // closes anything else (unknown magic, unknown sender, other version, or silence past the
 // handshake timeout).
 #pragma once
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/ids.h"
+#include "cluster/peer_preamble.h"
 #include "cluster/voters.h"
 
 struct raft_uv_transport;
@@ -25,7 +26,7 @@ namespace silt::cluster {
 struct PeerTransportOptions {
   NodeId self;
   std::vector<Voter> voters;
-  std::function<void(NodeId sender, int fd)> on_peer_connection;
+  std::function<void(NodeId sender, PeerStream kind, int fd)> on_peer_connection;
   unsigned handshake_timeout_ms = 5000;
 };
 

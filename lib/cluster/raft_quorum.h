@@ -18,15 +18,16 @@
 #include <vector>
 
 #include "cluster/metadata_quorum.h"
+#include "cluster/peer_preamble.h"
 #include "cluster/voters.h"
 
 namespace silt::cluster {
 
-// Called on the loop thread for each accepted connection that opened with a "SILTPEER" preamble
-// (peer_preamble.h) from node `sender`. The handler owns `fd` (a connected, non-blocking TCP
+// Called on the loop thread for each accepted connection that opened with a "SILTPEER" or
+// "SILTKAFK" preamble (peer_preamble.h; `kind` says which) from node `sender`. The handler owns `fd` (a connected, non-blocking TCP
 // socket whose preamble has been consumed) and must close it. Without a handler such
 // connections are closed.
-using PeerConnectionHandler = std::function<void(NodeId sender, int fd)>;
+using PeerConnectionHandler = std::function<void(NodeId sender, PeerStream kind, int fd)>;
 
 struct RaftQuorumOptions {
   NodeId node_id;

@@ -29,7 +29,8 @@ constexpr std::array kApis = {
     ApiInfo{ApiKey::kDeleteTopics,      "DeleteTopics",        0,  3,  4},
     ApiInfo{ApiKey::kDeleteRecords,     "DeleteRecords",       0,  1,  2},
     ApiInfo{ApiKey::kInitProducerId,    "InitProducerId",      0,  1,  2},
-    ApiInfo{ApiKey::kOffsetForLeaderEpoch, "OffsetForLeaderEpoch", 0, 3, 4},
+    // v4 only adds the flexible encoding.
+    ApiInfo{ApiKey::kOffsetForLeaderEpoch, "OffsetForLeaderEpoch", 0, 4, 4},
     ApiInfo{ApiKey::kDescribeConfigs,   "DescribeConfigs",     0,  3,  4},
     ApiInfo{ApiKey::kAlterConfigs,      "AlterConfigs",        0,  1,  2},
     ApiInfo{ApiKey::kCreatePartitions,  "CreatePartitions",    0,  1,  2},

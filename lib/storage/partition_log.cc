@@ -701,6 +701,29 @@ Result<PartitionLog::EpochEntry> PartitionLog::EndOffsetForEpoch(int32_t epoch) 
   return EpochEntry{found.epoch, end};
 }
 
+Status PartitionLog::AssignLeaderEpoch(int32_t epoch) {
+  Impl& im = *impl_;
+  if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
+  if (epoch < 0) return Status::InvalidArgument("leader epoch " + std::to_string(epoch));
+  std::lock_guard l(im.append_mu);
+  if (!im.epochs.empty() && epoch <= im.epochs.back().epoch) return Status::OK();
+  const Offset start(im.log_end.load());
+  std::vector<EpochEntry> before;
+  {
+    std::unique_lock ul(im.mu);
+    before = im.epochs;
+    im.AssignEpoch(epoch, start);
+  }
+  Status s = im.WriteEpochsLocked();
+  if (!s.ok()) {
+    // Not durable: forget it, so the caller may retry and no append runs under an epoch the
+    // checkpoint does not name.
+    std::unique_lock ul(im.mu);
+    im.epochs = std::move(before);
+  }
+  return s;
+}
+
 // ---- flush, roll, truncate, retention ---------------------------------------------------
 
 Status PartitionLog::Flush() {

@@ -157,6 +157,12 @@ class PartitionLog {
   // (the next epoch's start, or the log end for the latest). NotFound when `epoch` predates
   // every known epoch.
   Result<EpochEntry> EndOffsetForEpoch(int32_t epoch) const;
+  // A new leader's epoch (Kafka's maybeAssignEpochStartOffset): records that `epoch` starts at
+  // the log end, before any batch of it is appended, and writes the checkpoint at once
+  // (atomically), so that a follower asking for an older epoch's end is answered from here even
+  // before the first append. Nothing happens when `epoch` is not newer than every known epoch.
+  // An entry starting at the log end (an earlier epoch that appended nothing) is replaced.
+  Status AssignLeaderEpoch(int32_t epoch);
 
   // Called (outside the internal lock) after each successful append with the new log end.
   void SetAppendListener(std::function<void(Offset)> fn);

@@ -35,6 +35,8 @@ std::vector<MetadataRecord> OneOfEach() {
       RemoveTopicRecord{topic},
       ProducerIdsRecord{NodeId(2), ProducerId(1000)},
       ClusterIdRecord{"q8ZkLmNoPqRsTuVwXyZa0w"},
+      AlterPartitionRecord{PartitionId(2), topic, NodeId(3), LeaderEpoch(5), 9,
+                           {NodeId(3), NodeId(1)}},
   };
 }
 

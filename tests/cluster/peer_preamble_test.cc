@@ -19,6 +19,15 @@ TEST_CASE("a peer preamble is 16 bytes: the magic, version 1, and the sender id"
   CHECK(q->sender == NodeId(70000));
 }
 
+TEST_CASE("a SILTKAFK preamble names the Kafka-protocol peer stream") {
+  std::string kafka = EncodePreamble(PeerStream::kKafka, NodeId(2));
+  CHECK(kafka.substr(0, 8) == "SILTKAFK");
+  auto p = DecodePreamble(kafka);
+  REQUIRE(p.ok());
+  CHECK(p->kind == PeerStream::kKafka);
+  CHECK(p->sender == NodeId(2));
+}
+
 TEST_CASE("a preamble with another magic or version is refused") {
   CHECK_FALSE(DecodePreambleMagic("GET / HT").ok());
   CHECK_FALSE(DecodePreambleMagic("SILT").ok());

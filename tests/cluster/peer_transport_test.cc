@@ -94,7 +94,10 @@ TEST_CASE("a SILTPEER connection reaches the peer handler with its sender and th
   TestCluster c;
   auto got = std::make_shared<std::promise<std::pair<NodeId, int>>>();
   c.StopNode(0);
-  REQUIRE(c.StartNode(0, [got](NodeId sender, int fd) { got->set_value({sender, fd}); }).ok());
+  REQUIRE(c.StartNode(0, [got](NodeId sender, PeerStream kind, int fd) {
+             CHECK(kind == PeerStream::kPeer);
+             got->set_value({sender, fd});
+           }).ok());
   int fd = ConnectTo(c.voter(0).port);
   SendAll(fd, EncodePreamble(PeerStream::kPeer, NodeId(2)) + "fetch me");
   auto f = got->get_future();

@@ -219,7 +219,7 @@ try:
                 fail("node %d leads orders-%d but stores none of its records" % (i, part))
     print("ok: records stored only on the leaders")
 
-    # Replication factor 3 is assigned (replicas are not copied yet: the ISR is the leader).
+    # Replication factor 3 is assigned over the three brokers (test_replication.py copies).
     silt("topic", "-b", NODES[3].address, "create", "rf3", "--partitions", "3",
          "--replication-factor", "3")
     md = metadata(NODES[1], "rf3")

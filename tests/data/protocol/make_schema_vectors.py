@@ -23,7 +23,7 @@ APIS = {
     "Heartbeat": (0, 3), "LeaveGroup": (0, 3), "OffsetCommit": (0, 7), "OffsetFetch": (0, 5),
     "InitProducerId": (0, 1), "CreateTopics": (0, 4), "DeleteTopics": (0, 3),
     "DescribeGroups": (0, 4), "ListGroups": (0, 2), "DescribeConfigs": (0, 3),
-    "CreatePartitions": (0, 1), "DeleteRecords": (0, 1), "OffsetForLeaderEpoch": (0, 3),
+    "CreatePartitions": (0, 1), "DeleteRecords": (0, 1), "OffsetForLeaderEpoch": (0, 4),
     "AlterConfigs": (0, 1), "DeleteGroups": (0, 1), "IncrementalAlterConfigs": (0, 1),
 }
 

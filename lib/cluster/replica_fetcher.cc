@@ -1,0 +1,465 @@
+// Replica fetchers (replica_fetcher.h).
+#include "cluster/replica_fetcher.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "base/clock.h"
+#include "broker/logging.h"
+#include "cluster/peer_preamble.h"
+#include "net/connection.h"
+#include "protocol/messages.h"
+
+namespace silt::cluster {
+
+using protocol::ErrorCode;
+
+TruncationDecision DecideTruncation(const LeaderEpochEnd& leader,
+                                    const std::optional<broker::Partition::EpochEnd>& ours,
+                                    Offset log_end, Offset high_watermark) {
+  if (leader.end_offset.value() < 0) {
+    return {Offset(std::min(high_watermark.value(), log_end.value())), true};
+  }
+  auto min = [](Offset a, Offset b) { return a.value() < b.value() ? a : b; };
+  if (leader.epoch.value() < 0 || !ours) return {min(leader.end_offset, log_end), true};
+  if (ours->epoch != leader.epoch) return {min(ours->end_offset, log_end), false};
+  return {min(min(leader.end_offset, ours->end_offset), log_end), true};
+}
+
+OutOfRangeAction DecideOutOfRange(Offset leader_log_start, Offset log_end) {
+  return leader_log_start.value() > log_end.value() ? OutOfRangeAction::kRestartAtStart
+                                                    : OutOfRangeAction::kTruncate;
+}
+
+namespace {
+
+using broker::LogDebug;
+using broker::LogInfo;
+using broker::LogWarn;
+
+struct Key {
+  std::string topic;
+  int32_t partition;
+  bool operator<(const Key& o) const {
+    return partition != o.partition ? partition < o.partition : topic < o.topic;
+  }
+};
+
+enum class FetchState { kTruncating, kFetching };
+
+struct Entry {
+  std::shared_ptr<broker::Partition> p;
+  LeaderEpoch epoch;
+  FetchState state = FetchState::kTruncating;
+  int64_t delayed_until_ms = 0;  // MonotonicMs; 0: not delayed
+  uint64_t generation = 0;       // bumped on every Add: answers to older requests are dropped
+};
+
+}  // namespace
+
+class FetcherThread {
+ public:
+  FetcherThread(NodeId self, NodeId leader, std::optional<Voter> to, ReplicaFetchConfig config)
+      : self_(self), leader_(leader), to_(std::move(to)), config_(config) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~FetcherThread() { Stop(); }
+
+  void Add(LeaderEpoch epoch, std::shared_ptr<broker::Partition> p, uint64_t generation) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = entries_[Key{p->topic(), p->partition().value()}];
+    e.p = std::move(p);
+    e.epoch = epoch;
+    e.state = FetchState::kTruncating;
+    e.delayed_until_ms = 0;
+    e.generation = generation;
+    cv_.notify_all();
+  }
+  // Under mu_: the fetcher appends only under it, so once this returns it appends no more.
+  bool Remove(const Key& k) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entries_.erase(k) > 0;
+  }
+  bool Has(const Key& k) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entries_.count(k) > 0;
+  }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct Snap {
+    Key key;
+    Entry e;
+  };
+
+  bool Stopping() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopping_;
+  }
+  // Waits up to `ms`, returning early when stopping or when an entry is added.
+  void Sleep(int64_t ms) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping_; });
+  }
+  std::vector<Snap> Ready(FetchState state) {
+    std::vector<Snap> out;
+    const int64_t now = MonotonicMs();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [k, e] : entries_) {
+      if (e.state != state) continue;
+      if (e.delayed_until_ms != 0 && e.delayed_until_ms > now) continue;
+      e.delayed_until_ms = 0;
+      out.push_back(Snap{k, e});
+    }
+    return out;
+  }
+  // The current entry for `s`, if it is still the one the request was made for (mu_ held).
+  Entry* Current(const Snap& s) {
+    auto it = entries_.find(s.key);
+    if (it == entries_.end() || it->second.generation != s.e.generation) return nullptr;
+    return &it->second;
+  }
+  void Delay(Entry* e) { e->delayed_until_ms = MonotonicMs() + config_.fetch_backoff_ms; }
+
+  // Waits for the next answer without blocking Stop() for longer than a tick.
+  Status Await(int32_t id, std::string* body, int64_t deadline_ms) {
+    for (;;) {
+      if (Stopping()) return Status::Busy("stopping");
+      if (conn_->Readable(100)) break;
+      if (MonotonicMs() > deadline_ms) return Status::IOError("no answer from the leader in time");
+    }
+    int32_t got = 0;
+    for (;;) {
+      SILT_TRY(conn_->Receive(&got, body, config_.socket_timeout_ms));
+      if (got == id) return Status::OK();
+    }
+  }
+
+  void Run();
+  bool Connect();
+  Status TruncationRound(const std::vector<Snap>& batch);
+  Status FetchRound(const std::vector<Snap>& batch);
+  void Truncate(Entry* e, const LeaderEpochEnd& answer, const std::string& name);
+
+  const NodeId self_;
+  const NodeId leader_;
+  const std::optional<Voter> to_;
+  const ReplicaFetchConfig config_;
+  std::unique_ptr<net::Connection> conn_;
+  int64_t last_connect_warning_ms_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::map<Key, Entry> entries_;
+  std::thread thread_;
+};
+
+bool FetcherThread::Connect() {
+  if (conn_ && !conn_->broken()) return true;
+  conn_.reset();
+  if (!to_) return false;
+  auto c = net::Connection::Open(net::HostPort{to_->host, to_->port},
+                                 "silt-replica-" + std::to_string(self_.value()),
+                                 config_.socket_timeout_ms, EncodePreamble(PeerStream::kKafka, self_));
+  if (!c.ok()) {
+    int64_t now = MonotonicMs();
+    if (now - last_connect_warning_ms_ > 10000) {
+      last_connect_warning_ms_ = now;
+      LogWarn("replica fetcher: connecting to node " + std::to_string(leader_.value()) + " at " +
+              to_->address() + ": " + c.status().ToString());
+    }
+    return false;
+  }
+  conn_ = std::move(c).value();
+  LogDebug("replica fetcher: connected to node " + std::to_string(leader_.value()));
+  return true;
+}
+
+void FetcherThread::Run() {
+  while (!Stopping()) {
+    std::vector<Snap> truncating = Ready(FetchState::kTruncating);
+    std::vector<Snap> fetching = Ready(FetchState::kFetching);
+    if (truncating.empty() && fetching.empty()) {
+      Sleep(50);
+      continue;
+    }
+    if (!Connect()) {
+      Sleep(config_.fetch_backoff_ms);
+      continue;
+    }
+    Status s = Status::OK();
+    if (!truncating.empty()) s = TruncationRound(truncating);
+    if (s.ok() && !fetching.empty()) s = FetchRound(fetching);
+    if (!s.ok()) {
+      if (Stopping()) break;
+      LogDebug("replica fetcher for node " + std::to_string(leader_.value()) + ": " +
+               s.ToString());
+      conn_.reset();
+      Sleep(config_.fetch_backoff_ms);
+    }
+  }
+  conn_.reset();
+}
+
+Status FetcherThread::TruncationRound(const std::vector<Snap>& batch) {
+  SILT_ASSIGN_OR_RETURN(int16_t version,
+                        conn_->RequireVersion(protocol::ApiKey::kOffsetForLeaderEpoch));
+  if (version < 3) return Status::Unsupported("the leader's OffsetForLeaderEpoch lacks replica_id");
+  protocol::OffsetForLeaderEpochRequest req;
+  req.replica_id = self_.value();
+  std::map<std::string, size_t> topic_index;
+  std::vector<const Snap*> asked;
+  for (const Snap& s : batch) {
+    // Our latest epoch: the largest the log knows at all.
+    auto latest = s.e.p->EndOffsetForEpoch(LeaderEpoch(INT32_MAX));
+    if (!latest.ok()) {
+      // No epochs in our log (empty, or written before epochs): nothing to ask about; Kafka
+      // truncates such a replica to its high watermark.
+      std::lock_guard<std::mutex> lock(mu_);
+      Entry* e = Current(s);
+      if (e == nullptr) continue;
+      Offset hw = e->p->high_watermark();
+      if (hw.value() < e->p->log_end_offset().value()) {
+        Status t = e->p->TruncateTo(hw);
+        if (!t.ok()) {
+          LogWarn(e->p->name() + ": truncating to the high watermark: " + t.ToString());
+          Delay(e);
+          continue;
+        }
+      }
+      e->state = FetchState::kFetching;
+      continue;
+    }
+    auto [it, fresh] = topic_index.try_emplace(s.key.topic, req.topics.size());
+    if (fresh) req.topics.push_back({s.key.topic, {}});
+    req.topics[it->second].partitions.push_back(
+        {s.key.partition, s.e.epoch.value(), latest->epoch.value()});
+    asked.push_back(&s);
+  }
+  if (asked.empty()) return Status::OK();
+  SILT_ASSIGN_OR_RETURN(int32_t id, conn_->Send(req, version));
+  std::string body;
+  SILT_TRY(Await(id, &body, MonotonicMs() + config_.socket_timeout_ms));
+  protocol::OffsetForLeaderEpochResponse resp;
+  ByteReader r(body);
+  SILT_TRY(resp.Decode(r, version));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Snap* s : asked) {
+    Entry* e = Current(*s);
+    if (e == nullptr) continue;
+    const protocol::OffsetForLeaderEpochResponse::Partition* found = nullptr;
+    for (const auto& t : resp.topics) {
+      if (t.topic != s->key.topic) continue;
+      for (const auto& p : t.partitions) {
+        if (p.partition == s->key.partition) found = &p;
+      }
+    }
+    if (found == nullptr) {
+      Delay(e);
+      continue;
+    }
+    LeaderEpochEnd answer{static_cast<ErrorCode>(found->error_code), LeaderEpoch(found->leader_epoch),
+                          Offset(found->end_offset)};
+    if (answer.error != ErrorCode::NONE) {
+      LogDebug(e->p->name() + ": OffsetForLeaderEpoch from node " +
+               std::to_string(leader_.value()) + ": " + protocol::ErrorName(answer.error));
+      Delay(e);
+      continue;
+    }
+    Truncate(e, answer, e->p->name());
+  }
+  return Status::OK();
+}
+
+void FetcherThread::Truncate(Entry* e, const LeaderEpochEnd& answer, const std::string& name) {
+  std::optional<broker::Partition::EpochEnd> ours;
+  if (answer.epoch.value() >= 0) {
+    auto r = e->p->EndOffsetForEpoch(answer.epoch);
+    if (r.ok()) ours = *r;
+  }
+  const Offset end = e->p->log_end_offset();
+  TruncationDecision d = DecideTruncation(answer, ours, end, e->p->high_watermark());
+  if (d.truncate_to.value() < end.value()) {
+    LogInfo(name + ": truncating to offset " + std::to_string(d.truncate_to.value()) +
+            " (log end " + std::to_string(end.value()) + "; leader " +
+            std::to_string(leader_.value()) + " ends epoch " +
+            std::to_string(answer.epoch.value()) + " at " +
+            std::to_string(answer.end_offset.value()) + ")");
+    Status t = e->p->TruncateTo(d.truncate_to);
+    if (!t.ok()) {
+      LogWarn(name + ": truncation: " + t.ToString());
+      Delay(e);
+      return;
+    }
+  } else if (!d.done) {
+    // Nothing cut, so the next question would be the same: the leader's answer stands.
+    d.done = true;
+  }
+  if (d.done) e->state = FetchState::kFetching;
+}
+
+Status FetcherThread::FetchRound(const std::vector<Snap>& batch) {
+  SILT_ASSIGN_OR_RETURN(int16_t version, conn_->RequireVersion(protocol::ApiKey::kFetch));
+  protocol::FetchRequest req;
+  req.replica_id = self_.value();
+  req.max_wait_ms = config_.fetch_wait_max_ms;
+  req.min_bytes = 1;
+  req.max_bytes = config_.fetch_response_max_bytes;
+  req.isolation_level = 0;
+  req.session_id = 0;
+  req.session_epoch = -1;  // full fetches, no sessions
+  std::map<std::string, size_t> topic_index;
+  for (const Snap& s : batch) {
+    auto [it, fresh] = topic_index.try_emplace(s.key.topic, req.topics.size());
+    if (fresh) req.topics.push_back({s.key.topic, {}});
+    protocol::FetchRequest::Partition fp;
+    fp.partition = s.key.partition;
+    fp.current_leader_epoch = s.e.epoch.value();
+    fp.fetch_offset = s.e.p->log_end_offset().value();
+    fp.log_start_offset = s.e.p->log_start_offset().value();
+    fp.partition_max_bytes = config_.fetch_max_bytes;
+    req.topics[it->second].partitions.push_back(fp);
+  }
+  SILT_ASSIGN_OR_RETURN(int32_t id, conn_->Send(req, version));
+  std::string body;
+  SILT_TRY(Await(id, &body,
+                 MonotonicMs() + config_.fetch_wait_max_ms + config_.socket_timeout_ms));
+  protocol::FetchResponse resp;
+  ByteReader r(body);
+  SILT_TRY(resp.Decode(r, version));
+  if (resp.error_code != 0) {
+    return Status::IOError(std::string("fetch: ") +
+                           protocol::ErrorName(static_cast<ErrorCode>(resp.error_code)));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& t : resp.responses) {
+    for (const auto& fp : t.partitions) {
+      const Snap* s = nullptr;
+      for (const Snap& c : batch) {
+        if (c.key.partition == fp.partition_index && c.key.topic == t.topic) s = &c;
+      }
+      if (s == nullptr) continue;
+      Entry* e = Current(*s);
+      if (e == nullptr || e->state != FetchState::kFetching) continue;
+      auto error = static_cast<ErrorCode>(fp.error_code);
+      switch (error) {
+        case ErrorCode::NONE:
+          break;
+        case ErrorCode::OFFSET_OUT_OF_RANGE: {
+          Offset end = e->p->log_end_offset();
+          if (DecideOutOfRange(Offset(fp.log_start_offset), end) ==
+              OutOfRangeAction::kTruncate) {
+            e->state = FetchState::kTruncating;
+          } else {
+            LogWarn(e->p->name() + ": the leader's log starts at " +
+                    std::to_string(fp.log_start_offset) + ", above this replica's log end " +
+                    std::to_string(end.value()) + "; cannot restart there yet");
+            Delay(e);
+          }
+          continue;
+        }
+        default:
+          LogDebug(e->p->name() + ": fetch from node " + std::to_string(leader_.value()) + ": " +
+                   protocol::ErrorName(error));
+          Delay(e);
+          continue;
+      }
+      if (fp.records.bytes && !fp.records.bytes->empty()) {
+        auto appended = e->p->AppendAsFollower(*fp.records.bytes);
+        if (!appended.ok()) {
+          if (appended.status().code() == Status::Code::kInvalidArgument) {
+            // Not at our log end (a truncation in between): agree with the leader again.
+            e->state = FetchState::kTruncating;
+          } else {
+            LogWarn(e->p->name() + ": appending what node " + std::to_string(leader_.value()) +
+                    " sent: " + appended.status().ToString());
+            Delay(e);
+          }
+          continue;
+        }
+      }
+      e->p->UpdateFollowerHighWatermark(Offset(fp.high_watermark));
+    }
+  }
+  return Status::OK();
+}
+
+struct ReplicaFetchers::Impl {
+  NodeId self;
+  std::vector<Voter> voters;
+  ReplicaFetchConfig config;
+  mutable std::mutex mu;
+  bool stopped = false;
+  uint64_t generation = 0;
+  std::map<int32_t, std::unique_ptr<FetcherThread>> threads;  // by leader id
+  std::map<Key, int32_t> leader_of;
+};
+
+ReplicaFetchers::ReplicaFetchers(NodeId self, std::vector<Voter> voters,
+                                 ReplicaFetchConfig config)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->self = self;
+  impl_->voters = std::move(voters);
+  impl_->config = config;
+}
+
+ReplicaFetchers::~ReplicaFetchers() { Stop(); }
+
+void ReplicaFetchers::Add(NodeId leader, LeaderEpoch epoch, std::shared_ptr<broker::Partition> p) {
+  Key k{p->topic(), p->partition().value()};
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->stopped) return;
+  auto old = impl_->leader_of.find(k);
+  if (old != impl_->leader_of.end() && old->second != leader.value()) {
+    impl_->threads.at(old->second)->Remove(k);
+  }
+  auto& t = impl_->threads[leader.value()];
+  if (!t) {
+    t = std::make_unique<FetcherThread>(impl_->self, leader, FindVoter(impl_->voters, leader),
+                                        impl_->config);
+  }
+  t->Add(epoch, std::move(p), ++impl_->generation);
+  impl_->leader_of[k] = leader.value();
+}
+
+void ReplicaFetchers::Remove(const std::string& topic, PartitionId partition) {
+  Key k{topic, partition.value()};
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->leader_of.find(k);
+  if (it == impl_->leader_of.end()) return;
+  impl_->threads.at(it->second)->Remove(k);
+  impl_->leader_of.erase(it);
+}
+
+std::optional<NodeId> ReplicaFetchers::LeaderOf(const std::string& topic,
+                                                PartitionId partition) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->leader_of.find(Key{topic, partition.value()});
+  if (it == impl_->leader_of.end()) return std::nullopt;
+  return NodeId(it->second);
+}
+
+void ReplicaFetchers::Stop() {
+  std::map<int32_t, std::unique_ptr<FetcherThread>> threads;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopped = true;
+    threads.swap(impl_->threads);
+    impl_->leader_of.clear();
+  }
+  for (auto& [id, t] : threads) t->Stop();
+}
+
+}  // namespace silt::cluster
