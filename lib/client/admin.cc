@@ -457,6 +457,38 @@ Status DeleteGroup(Cluster* cluster, const std::string& group) {
   });
 }
 
+Result<ClusterDescription> DescribeCluster(
+    Cluster* cluster, const std::optional<std::vector<std::string>>& topics) {
+  SILT_ASSIGN_OR_RETURN(protocol::MetadataResponse meta,
+                        cluster->FetchMetadata(topics, /*allow_auto_create=*/false));
+  ClusterDescription d;
+  d.cluster_id = meta.cluster_id;
+  d.controller_id = meta.controller_id;
+  for (const auto& b : meta.brokers) d.brokers.push_back({b.node_id, b.host, b.port, b.rack});
+  std::sort(d.brokers.begin(), d.brokers.end(),
+            [](const BrokerInfo& a, const BrokerInfo& b) { return a.node_id < b.node_id; });
+  for (const auto& t : meta.topics) {
+    if (t.error_code == protocol::ToWire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+      return Status::NotFound("topic '" + t.name + "' does not exist");
+    TopicInfo ti;
+    ti.name = t.name;
+    if (!t.topic_id.is_zero()) ti.topic_id = t.topic_id.ToString();
+    ti.internal = t.is_internal;
+    ti.error_code = t.error_code;
+    for (const auto& p : t.partitions)
+      ti.partitions.push_back({p.partition_index, p.leader_id, p.leader_epoch, p.error_code,
+                               p.replica_nodes, p.isr_nodes, p.offline_replicas});
+    std::sort(ti.partitions.begin(), ti.partitions.end(),
+              [](const PartitionInfo& a, const PartitionInfo& b) {
+                return a.partition < b.partition;
+              });
+    d.topics.push_back(std::move(ti));
+  }
+  std::sort(d.topics.begin(), d.topics.end(),
+            [](const TopicInfo& a, const TopicInfo& b) { return a.name < b.name; });
+  return d;
+}
+
 }  // namespace silt::client
 
 // ---- NetAdmin: the Admin interface over the functions above ----------------------------------

@@ -88,6 +88,47 @@ Status CommitOffsetsStandalone(Cluster* cluster, const std::string& group,
 // DeleteGroups: NotFound for an unknown group; Busy (NON_EMPTY_GROUP) while it has members.
 Status DeleteGroup(Cluster* cluster, const std::string& group);
 
+// ---- the cluster view (`silt cluster`) -----------------------------------------------------
+
+struct BrokerInfo {
+  int32_t node_id = 0;
+  std::string host;
+  int32_t port = 0;
+  std::optional<std::string> rack;
+};
+
+struct PartitionInfo {
+  int32_t partition = 0;
+  int32_t leader = -1;        // -1: no leader
+  int32_t leader_epoch = -1;  // -1: not reported (Metadata below v7)
+  int16_t error_code = 0;     // e.g. LEADER_NOT_AVAILABLE, as the broker answered it
+  std::vector<int32_t> replicas;
+  std::vector<int32_t> isr;
+  std::vector<int32_t> offline_replicas;
+};
+
+struct TopicInfo {
+  std::string name;
+  std::optional<std::string> topic_id;  // Metadata v10+ only
+  bool internal = false;
+  int16_t error_code = 0;
+  std::vector<PartitionInfo> partitions;  // ascending
+};
+
+struct ClusterDescription {
+  std::optional<std::string> cluster_id;  // Metadata v2+
+  int32_t controller_id = -1;             // -1: unknown (or Metadata v0)
+  std::vector<BrokerInfo> brokers;        // ascending node id
+  std::vector<TopicInfo> topics;          // sorted by name
+};
+
+// One Metadata request (standard Kafka, so it works against Apache Kafka too): the brokers, the
+// controller and, for `topics` (nullopt: every topic), each partition's leader, leader epoch,
+// replicas, ISR and offline replicas. Topics are never auto-created. NotFound naming the first
+// topic of `topics` the cluster does not know.
+Result<ClusterDescription> DescribeCluster(
+    Cluster* cluster, const std::optional<std::vector<std::string>>& topics);
+
 // ---- one interface for both modes --------------------------------------------------------
 
 // topic -> partition -> committed offset.
