@@ -129,6 +129,28 @@ struct ClusterDescription {
 Result<ClusterDescription> DescribeCluster(
     Cluster* cluster, const std::optional<std::vector<std::string>>& topics);
 
+// The metadata quorum (KIP-595's DescribeQuorum of `__cluster_metadata` partition 0), as its
+// leader, the controller, reports it.
+struct QuorumReplica {
+  int32_t replica_id = 0;
+  int64_t log_end_offset = -1;         // -1: unknown
+  int64_t last_fetch_ms = -1;          // wall clock, -1: unknown (or v0)
+  int64_t last_caught_up_ms = -1;
+};
+struct QuorumDescription {
+  int32_t leader_id = -1;
+  int32_t leader_epoch = -1;     // the Raft term
+  int64_t high_watermark = -1;   // the commit index
+  std::vector<QuorumReplica> voters;     // ascending id
+  std::vector<QuorumReplica> observers;  // ascending id
+};
+
+// DescribeQuorum at the controller (`controller_id` from Metadata, or -1 to look it up),
+// following NOT_LEADER_OR_FOLLOWER to the leader it names. nullopt when there is no metadata
+// quorum to describe: a single silt node (UNKNOWN_TOPIC_OR_PARTITION) or a broker that does not
+// serve the API (ZooKeeper-mode Kafka).
+Result<std::optional<QuorumDescription>> DescribeQuorum(Cluster* cluster, int32_t controller_id);
+
 // ---- one interface for both modes --------------------------------------------------------
 
 // topic -> partition -> committed offset.
