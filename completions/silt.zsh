@@ -29,6 +29,7 @@ _silt() {
     'consume:print a topic'\''s records, or follow it like tail -f'
     'topic:create, list, describe, delete topics and change their configs'
     'group:list, describe, reset and delete consumer-group positions'
+    'cluster:show brokers, the controller, the metadata quorum and partition leadership'
     'dump-segment:print the batches, records and index entries of segment files'
     'verify-crc:check (and with --repair, fix) segment files, partitions or data dirs'
     'perf:measure produce and consume rates and latencies, like Kafka'\''s perf-test tools'
@@ -44,6 +45,7 @@ _silt() {
         consume) _silt_consume ;;
         topic) _silt_topic ;;
         group) _silt_group ;;
+        cluster) _silt_cluster ;;
         dump-segment) _silt_dump_segment ;;
         verify-crc) _silt_verify_crc ;;
         perf) _silt_perf ;;
@@ -328,6 +330,25 @@ _silt_group_delete() {
   subs=(
   )
   _arguments -s $opts '1:group:_silt_groups'
+}
+
+_silt_cluster() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
+    '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '
+    '-t[only this topic (repeatable)]:value:_silt_topics'
+    '--topic[only this topic (repeatable)]:value:_silt_topics'
+    '--internal[include internal topics (__consumer_offsets)]'
+    '--format[output format: text or json]:value:(text json)'
+  )
+  subs=(
+  )
+  _arguments -s $opts
 }
 
 _silt_dump_segment() {

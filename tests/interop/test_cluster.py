@@ -62,6 +62,43 @@ try:
         fail("nodes disagree on the controller")
     print("ok: 6 partitions, the same leaders on all nodes: %s" % views[0])
 
+    # `silt cluster` from any node: the same brokers, controller, leaders, and the quorum from
+    # the controller (DescribeQuorum): term, commit index, every voter caught up.
+    import json
+
+    def cluster_view(node):
+        out = silt("cluster", "-b", node.address, "--format", "json")
+        return json.loads(out.stdout)
+
+    controller_id = metadata(NODES[1])["controllerid"]
+    for n in NODES.values():
+        j = cluster_view(n)
+        if [b["id"] for b in j["brokers"]] != [1, 2, 3] or j["controller"] != controller_id:
+            fail("silt cluster via node %d: brokers %s, controller %s" % (n.id, j["brokers"],
+                                                                       j["controller"]))
+        q = j["quorum"]
+        if q is None or q["leader"] != controller_id or q["term"] < 1 or q["commit_index"] < 1:
+            fail("silt cluster via node %d: quorum %s" % (n.id, q))
+        if [v["id"] for v in q["voters"]] != [1, 2, 3] or any(
+                v["log_end"] is None or v["log_end"] > q["commit_index"] + 1
+                for v in q["voters"]):
+            fail("silt cluster via node %d: voters %s" % (n.id, q["voters"]))
+        got = {p["partition"]: p["leader"] for t in j["topics"] if t["topic"] == "orders"
+               for p in t["partitions"]}
+        if got != views[0]:
+            fail("silt cluster via node %d: orders leaders %s, kcat says %s" % (n.id, got,
+                                                                             views[0]))
+        if j["fenced_brokers"] != []:
+            fail("silt cluster via node %d: fenced %s" % (n.id, j["fenced_brokers"]))
+    rows = silt("cluster", "-b", NODES[3].address).stdout.splitlines()
+    quorum_rows = [r.split("\t") for r in rows if r.startswith("quorum\t")]
+    if len(quorum_rows) != 1 or quorum_rows[0][1] != str(controller_id):
+        fail("silt cluster text: quorum rows %s" % quorum_rows)
+    if len([r for r in rows if r.startswith("voter\t")]) != 3:
+        fail("silt cluster text: %s" % rows)
+    print("ok: silt cluster agrees on every node; quorum led by %d in term %d at commit %d"
+          % (controller_id, q["term"], q["commit_index"]))
+
     # kcat produces through node 1 and consumes through node 3, following the leaders.
     lines = "".join("key%d:value %d\n" % (i, i) for i in range(120))
     p = subprocess.run(["kcat", "-b", NODES[1].address, "-P", "-t", "orders", "-K:"],
@@ -207,6 +244,15 @@ try:
         fail("after-kill is not placed on the survivors: %s" % got)
     print("ok: node %d killed; new controller after %.1fs, fenced after %.1fs, new topics on "
           "the survivors" % (old, elected, fenced_after))
+    j = cluster_view(survivors[0])
+    if j["fenced_brokers"] != [old] or j["quorum"]["leader"] == old:
+        fail("silt cluster after node %d died: fenced %s, quorum %s" % (old, j["fenced_brokers"],
+                                                                       j["quorum"]))
+    leaderless = sorted(p["partition"] for t in j["topics"] if t["topic"] == "orders"
+                        for p in t["partitions"] if p["leader"] is None)
+    if leaderless != sorted(p for p, l in views[0].items() if l == old):
+        fail("silt cluster after node %d died: leaderless %s" % (old, leaderless))
+    print("ok: silt cluster shows node %d fenced and its partitions leaderless" % old)
 
     # Refusals: another cluster id or node id on its data dir, a lost Raft directory, and a
     # fresh node of another cluster (refused once it learns the cluster's log).
