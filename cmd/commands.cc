@@ -2,6 +2,7 @@
 
 namespace silt::cmd {
 
+RunFn RegisterCluster(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterCompletion(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterDumpSegment(CLI::App* sub, GlobalOptions* g);
@@ -19,6 +20,8 @@ const CommandInfo kCommands[] = {
     {"consume", "print a topic's records, or follow it like tail -f", RegisterConsume},
     {"topic", "create, list, describe, delete topics and change their configs", RegisterTopic},
     {"group", "list, describe, reset and delete consumer-group positions", RegisterGroup},
+    {"cluster", "show brokers, the controller, the metadata quorum and partition leadership",
+     RegisterCluster},
     {"dump-segment", "print the batches, records and index entries of segment files",
      RegisterDumpSegment},
     {"verify-crc", "check (and with --repair, fix) segment files, partitions or data dirs",

@@ -32,6 +32,7 @@ _silt() {
       "group:describe") path="group/describe" ;;
       "group:reset-offsets") path="group/reset-offsets" ;;
       "group:delete") path="group/delete" ;;
+      ":cluster") path="cluster" ;;
       ":dump-segment") path="dump-segment" ;;
       ":verify-crc") path="verify-crc" ;;
       ":perf") path="perf" ;;
@@ -101,6 +102,10 @@ _silt() {
     "group/reset-offsets:-b"|"group/reset-offsets:--bootstrap-server") kind="none" ;;
     "group/delete:-d"|"group/delete:--data-dir") kind="dir" ;;
     "group/delete:-b"|"group/delete:--bootstrap-server") kind="none" ;;
+    "cluster:-d"|"cluster:--data-dir") kind="dir" ;;
+    "cluster:-b"|"cluster:--bootstrap-server") kind="none" ;;
+    "cluster:-t"|"cluster:--topic") kind="topic" ;;
+    "cluster:--format") kind="enum:text json" ;;
     "dump-segment:--format") kind="enum:text json" ;;
     "verify-crc:--format") kind="enum:text json" ;;
     "perf:-d"|"perf:--data-dir") kind="dir" ;;
@@ -131,6 +136,7 @@ _silt() {
     "serve:-d"|"serve:--data-dir") kind="dir" ;;
     "serve:--listen") kind="none" ;;
     "serve:--advertised-listener") kind="none" ;;
+    "serve:--metrics-listen") kind="none" ;;
     "serve:--node-id") kind="none" ;;
     "serve:--peers") kind="none" ;;
     "serve:--cluster-id") kind="none" ;;
@@ -166,7 +172,7 @@ _silt() {
   esac
   local words
   case "$path" in
-    "") words="produce consume topic group dump-segment verify-crc perf serve completion -h --help -V --version" ;;
+    "") words="produce consume topic group cluster dump-segment verify-crc perf serve completion -h --help -V --version" ;;
     "produce") words="-h --help -t --topic -K --key-delimiter -k --key -H --header -p --partition --partitioner -z --compression --format --batch-size --linger-ms --no-create --acks --no-idempotence -d --data-dir -b --bootstrap-server" ;;
     "consume") words="-h --help -t --topic -p --partition -o --offset -f --follow -c --count --format -Z --null -g --group -d --data-dir -b --bootstrap-server" ;;
     "topic") words="create list describe delete alter-config -h --help -d --data-dir -b --bootstrap-server" ;;
@@ -180,12 +186,13 @@ _silt() {
     "group/describe") words="-h --help --format -d --data-dir -b --bootstrap-server" ;;
     "group/reset-offsets") words="-h --help --topic --to-earliest --to-latest --to-offset --to-datetime --shift-by --execute --format -d --data-dir -b --bootstrap-server" ;;
     "group/delete") words="-h --help -d --data-dir -b --bootstrap-server" ;;
+    "cluster") words="-h --help -d --data-dir -b --bootstrap-server -t --topic --internal --format" ;;
     "dump-segment") words="-h --help --records --format --json --shallow --iso-time" ;;
     "verify-crc") words="-h --help --repair --dry-run --format --json -q --quiet --shallow" ;;
     "perf") words="produce consume -h --help -d --data-dir -b --bootstrap-server" ;;
     "perf/produce") words="-h --help -t --topic -n --num-records -s --record-size --throughput --acks --no-idempotence -z --compression -p --partition --batch-size --linger-ms --interval-ms --format -d --data-dir -b --bootstrap-server" ;;
     "perf/consume") words="-h --help -t --topic -n --num-records -p --partition -o --offset --timeout-ms --interval-ms --format -d --data-dir -b --bootstrap-server" ;;
-    "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --node-id --peers --cluster-id --set --log-level" ;;
+    "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --metrics-listen --node-id --peers --cluster-id --set --log-level" ;;
     "completion") words="-h --help" ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))

@@ -29,6 +29,7 @@ _silt() {
     'consume:print a topic'\''s records, or follow it like tail -f'
     'topic:create, list, describe, delete topics and change their configs'
     'group:list, describe, reset and delete consumer-group positions'
+    'cluster:show brokers, the controller, the metadata quorum and partition leadership'
     'dump-segment:print the batches, records and index entries of segment files'
     'verify-crc:check (and with --repair, fix) segment files, partitions or data dirs'
     'perf:measure produce and consume rates and latencies, like Kafka'\''s perf-test tools'
@@ -44,6 +45,7 @@ _silt() {
         consume) _silt_consume ;;
         topic) _silt_topic ;;
         group) _silt_group ;;
+        cluster) _silt_cluster ;;
         dump-segment) _silt_dump_segment ;;
         verify-crc) _silt_verify_crc ;;
         perf) _silt_perf ;;
@@ -330,6 +332,25 @@ _silt_group_delete() {
   _arguments -s $opts '1:group:_silt_groups'
 }
 
+_silt_cluster() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
+    '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '
+    '-t[only this topic (repeatable)]:value:_silt_topics'
+    '--topic[only this topic (repeatable)]:value:_silt_topics'
+    '--internal[include internal topics (__consumer_offsets)]'
+    '--format[output format: text or json]:value:(text json)'
+  )
+  subs=(
+  )
+  _arguments -s $opts
+}
+
 _silt_dump_segment() {
   local -a opts subs
   opts=(
@@ -458,6 +479,7 @@ _silt_serve() {
     '--data-dir[data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
     '--listen[address to listen on, HOST:PORT (default 127.0.0.1:9092; port 0 picks one)]:value: '
     '--advertised-listener[HOST:PORT clients are told to connect to (default: the bound address)]:value: '
+    '--metrics-listen[serve Prometheus metrics at http://HOST:PORT/metrics (metrics.listen; default: off)]:value: '
     '--node-id[this broker'\''s node id (default 0)]:value: '
     '--peers[cluster mode: every node'\''s peer address, ID@HOST:PORT,... (controller.quorum.voters); this node binds its own entry]:value: '
     '--cluster-id[cluster id, the same on every node (cluster.id; required for a new node)]:value: '

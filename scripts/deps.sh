@@ -5,7 +5,7 @@ set -eu
 
 PKGS="${SILT_EXTRA_PKGS:-} cmake ninja-build g++ ccache pkg-config \
   libcli11-dev nlohmann-json3-dev doctest-dev zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev \
-  libisal-dev libasio-dev libraft-dev libuv1-dev \
+  libisal-dev libasio-dev libraft-dev libuv1-dev libcpp-httplib-dev \
   kcat python3 python3-confluent-kafka python3-kafka python3-snappy nodejs \
   golang-go golang-github-segmentio-kafka-go-dev"
 

@@ -126,6 +126,14 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   if (key == "node.id" || key == "broker.id") {
     return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->node_id);
   }
+  if (key == "metrics.listen") {
+    if (value.empty()) {
+      c->metrics_host.clear();
+      c->metrics_port = -1;
+      return Status::OK();
+    }
+    return ParseHostPort(value, &c->metrics_host, &c->metrics_port);
+  }
   if (key == "controller.quorum.voters") {
     c->quorum_voters = value;
     return Status::OK();
@@ -225,7 +233,7 @@ std::vector<std::string> KnownServerProperties() {
       "num.io.threads", "offsets.topic.num.partitions", "offsets.retention.minutes",
       "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
       "group.min.session.timeout.ms", "group.max.session.timeout.ms", "log.cleaner.enable",
-      "log.cleaner.backoff.ms", "group.initial.rebalance.delay.ms"};
+      "log.cleaner.backoff.ms", "group.initial.rebalance.delay.ms", "metrics.listen"};
   for (const Synonym& s : kSynonyms) keys.push_back(s.broker_key);
   for (const char* k : kIgnored) keys.push_back(k);
   return keys;

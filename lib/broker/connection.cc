@@ -4,9 +4,11 @@
 #include <sys/sendfile.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "base/coding.h"
+#include "broker/broker_metrics.h"
 #include "broker/dispatch.h"
 #include "broker/logging.h"
 #include "protocol/header.h"
@@ -169,7 +171,15 @@ void Connection::OnFrame(const asio::error_code& ec, size_t) {
   uint64_t seq = base_seq_ + slots_.size();
   slots_.push_back(Slot{false, std::nullopt, req->correlation_id, flexible_header});
   auto self = shared_from_this();
-  Respond respond = [self, seq](std::optional<Response> r) { self->Complete(seq, std::move(r)); };
+  const int16_t api = req->api_key;
+  RequestMetrics::Get().OnRequest(api, req->api_version, static_cast<int64_t>(req->frame.size()) + 4);
+  Respond respond = [self, seq, api, start = std::chrono::steady_clock::now()](
+                        std::optional<Response> r) {
+    RequestMetrics::Get().OnResponse(
+        api, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+        r ? r->size() : 0);
+    self->Complete(seq, std::move(r));
+  };
   s = d->Dispatch(std::move(req), std::move(respond));
   if (!s.ok()) {
     CloseOnStrand(s.message(), true);

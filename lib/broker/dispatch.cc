@@ -45,6 +45,7 @@ const HandlerRow kHandlers[] = {
     {ApiKey::kDescribeGroups, HandleDescribeGroups},
     {ApiKey::kListGroups, HandleListGroups},
     {ApiKey::kDeleteGroups, HandleDeleteGroups},
+    {ApiKey::kDescribeQuorum, HandleDescribeQuorum},
 };
 
 std::vector<ApiRow> BuildRows() {

@@ -38,6 +38,7 @@ Status HandleOffsetFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respo
 Status HandleDescribeGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
 Status HandleListGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
 Status HandleDeleteGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleDescribeQuorum(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
 
 // Decodes req's body as `Msg` at req's version; the whole body must be consumed.
 template <typename Msg>

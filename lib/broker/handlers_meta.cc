@@ -147,4 +147,41 @@ Status HandleInitProducerId(BrokerContext& ctx, std::shared_ptr<Request> req, Re
   return Status::OK();
 }
 
+// ---- DescribeQuorum ---------------------------------------------------------------------
+
+// KIP-595's view of the metadata log (`__cluster_metadata` partition 0), answered by the Raft
+// leader only, as Kafka's controllers do: other nodes answer NOT_LEADER_OR_FOLLOWER for the
+// partition, and a single node, which has no quorum, UNKNOWN_TOPIC_OR_PARTITION.
+Status HandleDescribeQuorum(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
+  protocol::DescribeQuorumRequest request;
+  SILT_TRY(DecodeBody(*req, &request));
+  std::optional<QuorumState> q = ctx.metadata.Quorum();
+  protocol::DescribeQuorumResponse resp;
+  for (const auto& t : request.topics) {
+    protocol::DescribeQuorumResponse::Topic rt;
+    rt.topic_name = t.topic_name;
+    for (const auto& p : t.partitions) {
+      protocol::DescribeQuorumResponse::Partition rp;
+      rp.partition_index = p.partition_index;
+      if (!q || t.topic_name != protocol::kClusterMetadataTopic || p.partition_index != 0) {
+        rp.error_code = Wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+      } else if (!q->is_ready_leader) {
+        rp.error_code = Wire(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        rp.leader_id = q->leader ? q->leader->value() : -1;
+        rp.leader_epoch = static_cast<int32_t>(q->term);
+      } else {
+        rp.leader_id = ctx.node.node_id.value();
+        rp.leader_epoch = static_cast<int32_t>(q->term);
+        rp.high_watermark = q->commit_index;
+        for (const QuorumVoterState& v : q->voters)
+          rp.current_voters.push_back({v.id.value(), v.log_end, -1, -1});
+      }
+      rt.partitions.push_back(std::move(rp));
+    }
+    resp.topics.push_back(std::move(rt));
+  }
+  respond(EncodeBody(resp, req->api_version));
+  return Status::OK();
+}
+
 }  // namespace silt::broker

@@ -1,5 +1,6 @@
 // Produce: validate each partition's batch, check idempotent-producer sequences, append.
 #include "base/clock.h"
+#include "broker/broker_metrics.h"
 #include "broker/delayed_operation.h"
 #include "broker/handlers.h"
 #include "broker/logging.h"
@@ -237,6 +238,11 @@ Status HandleProduce(BrokerContext& ctx, std::shared_ptr<Request> req, Respond r
       } else {
         o = ProducePartition(ctx, *req, td.name, pd.index, pd.records, req->api_version,
                              request.acks);
+      }
+      if (o.error != ErrorCode::NONE) {
+        RequestMetrics::Get().OnError(req->api_key, Wire(o.error));
+      } else if (o.base_offset >= 0 && o.last_offset.value() >= o.base_offset) {
+        RequestMetrics::Get().OnProduced(o.last_offset.value() - o.base_offset + 1);
       }
       if (request.acks == -1 && o.error == ErrorCode::NONE && o.partition &&
           o.partition->high_watermark() <= o.last_offset) {

@@ -47,6 +47,21 @@ struct TopicMetadata {
   bool internal = false;                        // __consumer_offsets
 };
 
+// The metadata quorum as one node sees it (DescribeQuorum, `silt cluster`, /metrics).
+struct QuorumVoterState {
+  NodeId id;
+  int64_t log_end = -1;  // last Raft index known to be on that voter; -1 unknown (not leader)
+};
+struct QuorumState {
+  std::optional<NodeId> leader;  // the Raft leader (the controller), if known
+  int64_t term = 0;              // Raft term (DescribeQuorum's LeaderEpoch)
+  int64_t commit_index = 0;      // DescribeQuorum's HighWatermark
+  int64_t applied_index = 0;
+  bool is_ready_leader = false;  // this node leads and may act as controller
+  std::vector<QuorumVoterState> voters;  // every static voter, ascending id
+  std::vector<NodeId> fenced_brokers;    // registered brokers fenced now, ascending
+};
+
 class MetadataStore {
  public:
   virtual ~MetadataStore() = default;
@@ -84,6 +99,8 @@ class MetadataStore {
   virtual std::vector<BrokerEndpoint> Brokers() { return {}; }
   // The controller's node id (NodeId(-1) while there is none). nullopt: this node.
   virtual std::optional<NodeId> Controller() { return std::nullopt; }
+  // The metadata quorum's state as this node knows it. nullopt: no quorum (a single node).
+  virtual std::optional<QuorumState> Quorum() { return std::nullopt; }
 
   // GetTopic, creating the topic with num.partitions when it is missing and both the broker
   // (auto.create.topics.enable) and the request allow it.

@@ -12,11 +12,14 @@
 #include <thread>
 #include <vector>
 
+#include "base/metrics.h"
 #include "broker/broker.h"
+#include "broker/broker_metrics.h"
 #include "broker/connection.h"
 #include "broker/dispatch.h"
 #include "broker/io.h"
 #include "broker/logging.h"
+#include "broker/metrics_http.h"
 
 namespace silt::broker {
 
@@ -35,6 +38,10 @@ struct Server::Impl {
   bool shut_down = false;
   std::string host;
   int port = 0;
+
+  // /metrics (metrics.listen), and the collector it reads the partitions with.
+  std::unique_ptr<MetricsHttpServer> metrics;
+  int metrics_collector = 0;
 
   // Retention (and other periodic upkeep) runs here, never on an io thread.
   std::thread maintenance;
@@ -73,6 +80,7 @@ void Server::Impl::Maintain() {
 void Server::Impl::OnClosed() {
   std::lock_guard<std::mutex> lock(mu);
   --open_connections;
+  RequestMetrics::Get().OnConnectionClosed();
   cv.notify_all();
 }
 
@@ -107,6 +115,7 @@ void Server::Impl::Accept() {
         socket.close(e2);
       } else {
         ++open_connections;
+        RequestMetrics::Get().OnConnectionOpened();
         conn = std::make_shared<Connection>(std::move(socket), &env);
         std::erase_if(connections, [](const std::weak_ptr<Connection>& c) { return c.expired(); });
         connections.push_back(conn);
@@ -160,6 +169,7 @@ Server::~Server() { (void)Shutdown(); }
 
 const std::string& Server::host() const { return impl_->host; }
 int Server::port() const { return impl_->port; }
+int Server::metrics_port() const { return impl_->metrics ? impl_->metrics->port() : -1; }
 Broker& Server::broker() { return *impl_->broker; }
 
 Result<std::unique_ptr<Server>> Server::Start(const BrokerConfig& config,
@@ -210,6 +220,21 @@ Result<std::unique_ptr<Server>> Server::Start(const BrokerConfig& config,
   impl->broker->SetAdvertised(adv_host, adv_port);
   impl->broker->Serving([raw](int fd, NodeId peer) { raw->AdoptPeer(fd, peer); });
 
+  if (config.metrics_port >= 0) {
+    (void)RequestMetrics::Get();  // every request series exists from the first scrape
+    impl->metrics_collector = AddBrokerCollector(&impl->broker->partitions(),
+                                                 &impl->broker->metadata(),
+                                                 impl->broker->node().node_id);
+    auto m = MetricsHttpServer::Start(config.metrics_host, config.metrics_port);
+    if (!m.ok()) {
+      metrics::Default().RemoveCollector(impl->metrics_collector);
+      return m.status();
+    }
+    impl->metrics = std::move(m).value();
+    LogInfo("metrics on http://" + config.metrics_host + ":" +
+            std::to_string(impl->metrics->port()) + "/metrics");
+  }
+
   impl->work.emplace(asio::make_work_guard(impl->io));
   impl->Accept();
   int n = std::max(1, config.io_threads);
@@ -237,6 +262,10 @@ Status Server::Shutdown() {
     s.connections.clear();
   }
   s.cv.notify_all();  // wakes the maintenance thread, which sees shut_down
+  if (s.metrics) {
+    s.metrics->Stop();
+    metrics::Default().RemoveCollector(s.metrics_collector);
+  }
   if (s.maintenance.joinable()) s.maintenance.join();
   LogInfo("shutting down: " + std::to_string(conns.size()) + " connection(s) open");
   asio::post(s.io, [&s] {

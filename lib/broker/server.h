@@ -30,6 +30,8 @@ class Server {
   // The bound address.
   const std::string& host() const;
   int port() const;
+  // The bound port of /metrics (metrics.listen), or -1 when it is off.
+  int metrics_port() const;
   Broker& broker();
 
   // Graceful stop: stop accepting, stop reading new requests, answer those already read (long

@@ -457,6 +457,99 @@ Status DeleteGroup(Cluster* cluster, const std::string& group) {
   });
 }
 
+Result<ClusterDescription> DescribeCluster(
+    Cluster* cluster, const std::optional<std::vector<std::string>>& topics) {
+  SILT_ASSIGN_OR_RETURN(protocol::MetadataResponse meta,
+                        cluster->FetchMetadata(topics, /*allow_auto_create=*/false));
+  ClusterDescription d;
+  d.cluster_id = meta.cluster_id;
+  d.controller_id = meta.controller_id;
+  for (const auto& b : meta.brokers) d.brokers.push_back({b.node_id, b.host, b.port, b.rack});
+  std::sort(d.brokers.begin(), d.brokers.end(),
+            [](const BrokerInfo& a, const BrokerInfo& b) { return a.node_id < b.node_id; });
+  for (const auto& t : meta.topics) {
+    if (t.error_code == protocol::ToWire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+      return Status::NotFound("topic '" + t.name + "' does not exist");
+    TopicInfo ti;
+    ti.name = t.name;
+    if (!t.topic_id.is_zero()) ti.topic_id = t.topic_id.ToString();
+    ti.internal = t.is_internal;
+    ti.error_code = t.error_code;
+    for (const auto& p : t.partitions)
+      ti.partitions.push_back({p.partition_index, p.leader_id, p.leader_epoch, p.error_code,
+                               p.replica_nodes, p.isr_nodes, p.offline_replicas});
+    std::sort(ti.partitions.begin(), ti.partitions.end(),
+              [](const PartitionInfo& a, const PartitionInfo& b) {
+                return a.partition < b.partition;
+              });
+    d.topics.push_back(std::move(ti));
+  }
+  std::sort(d.topics.begin(), d.topics.end(),
+            [](const TopicInfo& a, const TopicInfo& b) { return a.name < b.name; });
+  return d;
+}
+
+Result<std::optional<QuorumDescription>> DescribeQuorum(Cluster* cluster, int32_t controller_id) {
+  std::optional<QuorumDescription> out;
+  int32_t target = controller_id;
+  Status st = Retrying(cluster, [&](bool* retry) -> Status {
+    if (target < 0) {
+      SILT_ASSIGN_OR_RETURN(auto meta, cluster->FetchMetadata(std::vector<std::string>{}, false));
+      target = meta.controller_id;
+    }
+    auto conn = target >= 0 ? cluster->Node(target) : cluster->Any();
+    if (!conn.ok()) {
+      target = -1;
+      *retry = true;
+      return conn.status();
+    }
+    if ((*conn)->Version(protocol::ApiKey::kDescribeQuorum) < 0) return Status::OK();
+    protocol::DescribeQuorumRequest req;
+    req.topics.push_back({protocol::kClusterMetadataTopic, {{0}}});
+    protocol::DescribeQuorumResponse resp;
+    SILT_TRY(CallAt(cluster, *conn, req, &resp, retry));
+    if (resp.error_code != 0) {
+      *retry = IsRetriableError(resp.error_code);
+      return ErrorStatus(resp.error_code, "describing the metadata quorum");
+    }
+    for (const auto& t : resp.topics) {
+      for (const auto& p : t.partitions) {
+        if (p.error_code == static_cast<int16_t>(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+          return Status::OK();
+        if (p.error_code == static_cast<int16_t>(ErrorCode::NOT_LEADER_OR_FOLLOWER)) {
+          // The answer names the leader when the node knows it; else ask Metadata again.
+          target = p.leader_id >= 0 && p.leader_id != target ? p.leader_id : -1;
+          *retry = true;
+          return ErrorStatus(p.error_code, "describing the metadata quorum");
+        }
+        if (p.error_code != 0) {
+          *retry = IsRetriableError(p.error_code);
+          return ErrorStatus(p.error_code, "describing the metadata quorum");
+        }
+        QuorumDescription d;
+        d.leader_id = p.leader_id;
+        d.leader_epoch = p.leader_epoch;
+        d.high_watermark = p.high_watermark;
+        auto copy = [](const auto& from, std::vector<QuorumReplica>* to) {
+          for (const auto& r : from)
+            to->push_back({r.replica_id, r.log_end_offset, r.last_fetch_timestamp,
+                           r.last_caught_up_timestamp});
+          std::sort(to->begin(), to->end(), [](const QuorumReplica& a, const QuorumReplica& b) {
+            return a.replica_id < b.replica_id;
+          });
+        };
+        copy(p.current_voters, &d.voters);
+        copy(p.observers, &d.observers);
+        out = std::move(d);
+        return Status::OK();
+      }
+    }
+    return Status::Corruption("DescribeQuorum answer without the metadata partition");
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
 }  // namespace silt::client
 
 // ---- NetAdmin: the Admin interface over the functions above ----------------------------------

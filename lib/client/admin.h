@@ -89,6 +89,69 @@ Status CommitOffsetsStandalone(Cluster* cluster, const std::string& group,
 // DeleteGroups: NotFound for an unknown group; Busy (NON_EMPTY_GROUP) while it has members.
 Status DeleteGroup(Cluster* cluster, const std::string& group);
 
+// ---- the cluster view (`silt cluster`) -----------------------------------------------------
+
+struct BrokerInfo {
+  int32_t node_id = 0;
+  std::string host;
+  int32_t port = 0;
+  std::optional<std::string> rack;
+};
+
+struct PartitionInfo {
+  int32_t partition = 0;
+  int32_t leader = -1;        // -1: no leader
+  int32_t leader_epoch = -1;  // -1: not reported (Metadata below v7)
+  int16_t error_code = 0;     // e.g. LEADER_NOT_AVAILABLE, as the broker answered it
+  std::vector<int32_t> replicas;
+  std::vector<int32_t> isr;
+  std::vector<int32_t> offline_replicas;
+};
+
+struct TopicInfo {
+  std::string name;
+  std::optional<std::string> topic_id;  // Metadata v10+ only
+  bool internal = false;
+  int16_t error_code = 0;
+  std::vector<PartitionInfo> partitions;  // ascending
+};
+
+struct ClusterDescription {
+  std::optional<std::string> cluster_id;  // Metadata v2+
+  int32_t controller_id = -1;             // -1: unknown (or Metadata v0)
+  std::vector<BrokerInfo> brokers;        // ascending node id
+  std::vector<TopicInfo> topics;          // sorted by name
+};
+
+// One Metadata request (standard Kafka, so it works against Apache Kafka too): the brokers, the
+// controller and, for `topics` (nullopt: every topic), each partition's leader, leader epoch,
+// replicas, ISR and offline replicas. Topics are never auto-created. NotFound naming the first
+// topic of `topics` the cluster does not know.
+Result<ClusterDescription> DescribeCluster(
+    Cluster* cluster, const std::optional<std::vector<std::string>>& topics);
+
+// The metadata quorum (KIP-595's DescribeQuorum of `__cluster_metadata` partition 0), as its
+// leader, the controller, reports it.
+struct QuorumReplica {
+  int32_t replica_id = 0;
+  int64_t log_end_offset = -1;         // -1: unknown
+  int64_t last_fetch_ms = -1;          // wall clock, -1: unknown (or v0)
+  int64_t last_caught_up_ms = -1;
+};
+struct QuorumDescription {
+  int32_t leader_id = -1;
+  int32_t leader_epoch = -1;     // the Raft term
+  int64_t high_watermark = -1;   // the commit index
+  std::vector<QuorumReplica> voters;     // ascending id
+  std::vector<QuorumReplica> observers;  // ascending id
+};
+
+// DescribeQuorum at the controller (`controller_id` from Metadata, or -1 to look it up),
+// following NOT_LEADER_OR_FOLLOWER to the leader it names. nullopt when there is no metadata
+// quorum to describe: a single silt node (UNKNOWN_TOPIC_OR_PARTITION) or a broker that does not
+// serve the API (ZooKeeper-mode Kafka).
+Result<std::optional<QuorumDescription>> DescribeQuorum(Cluster* cluster, int32_t controller_id);
+
 // ---- one interface for both modes --------------------------------------------------------
 
 // topic -> partition -> committed offset.

@@ -85,6 +85,7 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
                           bool validate_only) override;
   std::vector<broker::BrokerEndpoint> Brokers() override;
   std::optional<NodeId> Controller() override;
+  std::optional<broker::QuorumState> Quorum() override;
   Result<std::shared_ptr<storage::PartitionLog>> OpenLog(const std::string& topic,
                                                          PartitionId partition) override;
 
@@ -699,6 +700,29 @@ std::vector<broker::BrokerEndpoint> ImageStore::Brokers() {
 
 std::optional<NodeId> ImageStore::Controller() {
   return node_->quorum ? node_->quorum->leader().value_or(NodeId(-1)) : NodeId(-1);
+}
+
+std::optional<broker::QuorumState> ImageStore::Quorum() {
+  broker::QuorumState q;
+  if (!node_->quorum) return q;
+  q.leader = node_->quorum->leader();
+  q.term = static_cast<int64_t>(node_->quorum->term().value());
+  q.commit_index = static_cast<int64_t>(node_->quorum->committed_index().value());
+  q.applied_index = static_cast<int64_t>(node_->quorum->applied_index().value());
+  q.is_ready_leader = node_->quorum->IsReadyLeader();
+  auto ends = node_->quorum->voter_log_ends();
+  for (const Voter& v : node_->options.voters) {
+    broker::QuorumVoterState s{v.id, -1};
+    for (const auto& e : ends)
+      if (e.id == v.id) s.log_end = static_cast<int64_t>(e.log_end.value());
+    q.voters.push_back(s);
+  }
+  std::sort(q.voters.begin(), q.voters.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
+  auto img = node_->image();
+  for (const auto& [id, b] : img->brokers())
+    if (b.fenced) q.fenced_brokers.push_back(b.id);
+  return q;
 }
 
 Result<std::shared_ptr<storage::PartitionLog>> ImageStore::OpenLog(const std::string& topic,

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/ids.h"
 #include "base/status.h"
@@ -101,6 +102,14 @@ class MetadataQuorum {
   // does its view of the state include every committed entry, so only then may it act as
   // controller.
   virtual bool IsReadyLeader() const = 0;
+  // Each voter's last log index known to be on it (DescribeQuorum's LogEndOffset), ascending
+  // id: on the leader, what it has seen replicated to each follower and its own last index;
+  // elsewhere this node's own last index alone. Empty when the implementation does not track it.
+  struct VoterLogEnd {
+    NodeId id;
+    RaftIndex log_end;
+  };
+  virtual std::vector<VoterLogEnd> voter_log_ends() const { return {}; }
 
   // Stops the quorum: pending proposals complete (kOutcomeUnknown or kShutdown), the thread is
   // joined. Idempotent. The destructor calls it.

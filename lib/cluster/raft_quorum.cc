@@ -112,6 +112,8 @@ struct RaftQuorum::Impl {
   std::atomic<uint64_t> committed{0}, applied{0}, term{0};
   std::atomic<int32_t> leader_id{0};
   std::atomic<bool> ready{false};
+  mutable std::mutex log_ends_mu;
+  std::vector<VoterLogEnd> log_ends;  // guarded by log_ends_mu; see voter_log_ends()
 
   void Post(std::function<void()> f) {
     if (opts.executor) {
@@ -348,6 +350,21 @@ struct RaftQuorum::Impl {
     term.store(r.current_term);
     committed.store(r.commit_index);
     applied.store(raft_last_applied(&r));
+    std::vector<VoterLogEnd> ends;
+    const bool leading = raft_state(&r) == RAFT_LEADER && r.leader_state.progress != nullptr;
+    for (unsigned i = 0; i < r.configuration.n; ++i) {
+      const raft_id id = r.configuration.servers[i].id;
+      if (id == r.id) {
+        ends.push_back({NodeId(static_cast<int32_t>(id)), RaftIndex(raft_last_index(&r))});
+      } else if (leading) {
+        ends.push_back({NodeId(static_cast<int32_t>(id)),
+                        RaftIndex(r.leader_state.progress[i].match_index)});
+      }
+    }
+    std::sort(ends.begin(), ends.end(),
+              [](const VoterLogEnd& a, const VoterLogEnd& b) { return a.id < b.id; });
+    std::lock_guard<std::mutex> lock(log_ends_mu);
+    log_ends = std::move(ends);
   }
 
   void Refresh() {
@@ -659,6 +676,10 @@ std::optional<NodeId> RaftQuorum::leader() const {
   return NodeId(l);
 }
 bool RaftQuorum::IsReadyLeader() const { return impl_->ready.load(); }
+std::vector<MetadataQuorum::VoterLogEnd> RaftQuorum::voter_log_ends() const {
+  std::lock_guard<std::mutex> lock(impl_->log_ends_mu);
+  return impl_->log_ends;
+}
 
 void RaftQuorum::Stop() {
   {

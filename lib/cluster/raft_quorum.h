@@ -70,6 +70,7 @@ class RaftQuorum final : public MetadataQuorum {
   RaftTerm term() const override;
   std::optional<NodeId> leader() const override;
   bool IsReadyLeader() const override;
+  std::vector<VoterLogEnd> voter_log_ends() const override;
   void Stop() override;
 
   struct Impl;

@@ -37,6 +37,9 @@ constexpr std::array kApis = {
     ApiInfo{ApiKey::kDeleteGroups,      "DeleteGroups",        0,  1,  2},
     // v1 only adds the flexible encoding, which the codec's field walk handles.
     ApiInfo{ApiKey::kIncrementalAlterConfigs, "IncrementalAlterConfigs", 0, 1, 1},
+    // KIP-595: the metadata quorum's state, answered by the controller. Flexible from v0; v2
+    // (directory ids, controller listeners) is not served.
+    ApiInfo{ApiKey::kDescribeQuorum,    "DescribeQuorum",      0,  1,  0},
 };
 
 }  // namespace

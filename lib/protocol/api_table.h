@@ -35,6 +35,7 @@ enum class ApiKey : int16_t {
   kCreatePartitions = 37,
   kDeleteGroups = 42,
   kIncrementalAlterConfigs = 44,
+  kDescribeQuorum = 55,
 };
 
 struct ApiInfo {

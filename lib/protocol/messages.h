@@ -882,6 +882,54 @@ struct IncrementalAlterConfigsResponse {
   SILT_WIRE_MESSAGE(IncrementalAlterConfigsResponse, ApiKey::kIncrementalAlterConfigs);
 };
 
+// ---- DescribeQuorum (55) ----------------------------------------------------------------
+// KIP-595. The metadata log is Kafka's `__cluster_metadata` partition 0; only the controller
+// (the Raft leader) answers it, others answer NOT_LEADER_OR_FOLLOWER for the partition.
+
+inline constexpr const char* kClusterMetadataTopic = "__cluster_metadata";
+
+struct DescribeQuorumRequest {
+  struct Partition {              // PartitionData
+    int32_t partition_index = 0;  // PartitionIndex
+    bool operator==(const Partition&) const = default;
+  };
+  struct Topic {                        // TopicData
+    std::string topic_name;             // TopicName
+    std::vector<Partition> partitions;  // Partitions
+    bool operator==(const Topic&) const = default;
+  };
+  std::vector<Topic> topics;  // Topics
+  SILT_WIRE_MESSAGE(DescribeQuorumRequest, ApiKey::kDescribeQuorum);
+};
+
+struct DescribeQuorumResponse {
+  struct ReplicaState {                    // ReplicaState
+    int32_t replica_id = 0;                // ReplicaId
+    int64_t log_end_offset = -1;           // LogEndOffset (-1 unknown)
+    int64_t last_fetch_timestamp = -1;     // LastFetchTimestamp v1+
+    int64_t last_caught_up_timestamp = -1; // LastCaughtUpTimestamp v1+
+    bool operator==(const ReplicaState&) const = default;
+  };
+  struct Partition {                          // PartitionData
+    int32_t partition_index = 0;              // PartitionIndex
+    int16_t error_code = 0;                   // ErrorCode
+    int32_t leader_id = -1;                   // LeaderId
+    int32_t leader_epoch = -1;                // LeaderEpoch (the Raft term)
+    int64_t high_watermark = -1;              // HighWatermark (the commit index)
+    std::vector<ReplicaState> current_voters;  // CurrentVoters
+    std::vector<ReplicaState> observers;       // Observers
+    bool operator==(const Partition&) const = default;
+  };
+  struct Topic {                        // TopicData
+    std::string topic_name;             // TopicName
+    std::vector<Partition> partitions;  // Partitions
+    bool operator==(const Topic&) const = default;
+  };
+  int16_t error_code = 0;     // ErrorCode
+  std::vector<Topic> topics;  // Topics
+  SILT_WIRE_MESSAGE(DescribeQuorumResponse, ApiKey::kDescribeQuorum);
+};
+
 #undef SILT_WIRE_MESSAGE
 
 }  // namespace silt::protocol

@@ -1,6 +1,6 @@
 // Codecs for the admin and replication APIs: CreateTopics, DeleteTopics, DescribeConfigs,
 // AlterConfigs, IncrementalAlterConfigs, CreatePartitions, DeleteRecords, OffsetForLeaderEpoch,
-// DeleteGroups.
+// DeleteGroups, DescribeQuorum.
 // Field layouts: Kafka's message schemas of the same names.
 #include "protocol/messages.h"
 #include "protocol/messages_io.h"
@@ -301,6 +301,53 @@ void IoIncrementalAlterConfigsResponse(IO& io, M& m, int16_t v) {
   io.TaggedFields();
 }
 
+// ---- DescribeQuorum (flexible from v0) ----------------------------------------------------
+
+template <class IO, class M>
+void IoDescribeQuorumRequest(IO& io, M& m, int16_t) {
+  io.Array(m.topics, [&](auto& t) {
+    io.String(t.topic_name);
+    io.Array(t.partitions, [&](auto& p) {
+      io.I32(p.partition_index);
+      io.TaggedFields();
+    }, 4);
+    io.TaggedFields();
+  });
+  io.TaggedFields();
+}
+
+template <class IO, class R>
+void IoReplicaState(IO& io, R& r, int16_t v) {
+  io.I32(r.replica_id);
+  io.I64(r.log_end_offset);
+  if (v >= 1) {
+    io.I64(r.last_fetch_timestamp);
+    io.I64(r.last_caught_up_timestamp);
+  }
+  io.TaggedFields();
+}
+
+template <class IO, class M>
+void IoDescribeQuorumResponse(IO& io, M& m, int16_t v) {
+  const size_t replica_bytes = 4 + 8 + (v >= 1 ? 16 : 0) + 1;
+  io.I16(m.error_code);
+  io.Array(m.topics, [&](auto& t) {
+    io.String(t.topic_name);
+    io.Array(t.partitions, [&](auto& p) {
+      io.I32(p.partition_index);
+      io.I16(p.error_code);
+      io.I32(p.leader_id);
+      io.I32(p.leader_epoch);
+      io.I64(p.high_watermark);
+      io.Array(p.current_voters, [&](auto& r) { IoReplicaState(io, r, v); }, replica_bytes);
+      io.Array(p.observers, [&](auto& r) { IoReplicaState(io, r, v); }, replica_bytes);
+      io.TaggedFields();
+    });
+    io.TaggedFields();
+  });
+  io.TaggedFields();
+}
+
 }  // namespace
 
 SILT_DEFINE_CODEC(CreateTopicsRequest)
@@ -321,5 +368,7 @@ SILT_DEFINE_CODEC(DeleteGroupsRequest)
 SILT_DEFINE_CODEC(DeleteGroupsResponse)
 SILT_DEFINE_CODEC(IncrementalAlterConfigsRequest)
 SILT_DEFINE_CODEC(IncrementalAlterConfigsResponse)
+SILT_DEFINE_CODEC(DescribeQuorumRequest)
+SILT_DEFINE_CODEC(DescribeQuorumResponse)
 
 }  // namespace silt::protocol

@@ -62,7 +62,8 @@ void DecodeBody(int16_t key, std::string_view body, int16_t version) {
       Try<AlterConfigsRequest, AlterConfigsResponse>(key, body, version) ||
       Try<CreatePartitionsRequest, CreatePartitionsResponse>(key, body, version) ||
       Try<DeleteGroupsRequest, DeleteGroupsResponse>(key, body, version) ||
-      Try<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(key, body, version);
+      Try<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(key, body, version) ||
+      Try<DescribeQuorumRequest, DescribeQuorumResponse>(key, body, version);
   // A supported api without a decoder here means this target fell behind the api table.
   if (!found) __builtin_trap();
 }

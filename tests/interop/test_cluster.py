@@ -5,19 +5,15 @@ consumes following the leaders; a node that does not lead a partition answers Pr
 with NOT_LEADER_OR_FOLLOWER; after kill -9 of the controller another is elected and metadata
 is still served and changed; the killed node catches up when it comes back; a node with another
 cluster id, another node id or a lost Raft directory refuses to start."""
-import json
 import os
-import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from broker_common import finish, skip  # noqa: E402
+from cluster_common import Cluster, kcat_leaders, kcat_metadata  # noqa: E402
 
 SILT = os.environ.get("SILT")
 if not SILT:
@@ -26,111 +22,14 @@ if not SILT:
 if shutil.which("kcat") is None:
     skip("kcat is not installed (apt-get install kcat)")
 
-CLUSTER_ID = "interop-cluster-1"
-WORK = tempfile.mkdtemp(prefix="silt-cluster-")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-PEERS = {i: free_port() for i in (1, 2, 3)}
-VOTERS = ",".join("%d@127.0.0.1:%d" % (i, p) for i, p in PEERS.items())
-
-
-class Node:
-    def __init__(self, node_id):
-        self.id = node_id
-        self.data = os.path.join(WORK, "node%d" % node_id)
-        self.log_path = os.path.join(WORK, "node%d.log" % node_id)
-        self.proc = None
-        self.address = None
-
-    def args(self, cluster_id=CLUSTER_ID, node_id=None, data=None):
-        return [SILT, "serve", "-d", data or self.data, "--listen", "127.0.0.1:0",
-                "--node-id", str(node_id or self.id), "--peers", VOTERS,
-                "--cluster-id", cluster_id]
-
-    def start(self):
-        log = open(self.log_path, "ab")
-        start = os.path.getsize(self.log_path)
-        self.proc = subprocess.Popen(self.args(), stderr=log)
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            with open(self.log_path, "rb") as f:
-                f.seek(start)
-                m = re.search(rb"listening on ([0-9.]+:[0-9]+)", f.read())
-            if m:
-                self.address = m.group(1).decode()
-                return
-            if self.proc.poll() is not None:
-                fail("node %d exited at start-up" % self.id)
-            time.sleep(0.05)
-        fail("node %d did not start listening" % self.id)
-
-    def kill9(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        self.proc = None
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-
-NODES = {i: Node(i) for i in (1, 2, 3)}
-
-
-def fail(message):
-    print("FAIL: " + message)
-    for n in NODES.values():
-        if os.path.exists(n.log_path):
-            print("--- node %d log ---" % n.id)
-            with open(n.log_path, errors="replace") as f:
-                print("".join(f.readlines()[-30:]))
-    cleanup()
-    sys.exit(1)
-
-
-def cleanup():
-    for n in NODES.values():
-        n.stop()
-    shutil.rmtree(WORK, ignore_errors=True)
-
-
-def metadata(node, topic=None):
-    cmd = ["kcat", "-b", node.address, "-L", "-J", "-m", "5"]
-    if topic:
-        cmd += ["-t", topic]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-    if out.returncode != 0:
-        return None
-    return json.loads(out.stdout)
-
-
-def leaders(md, topic):
-    for t in md.get("topics", []):
-        if t["topic"] == topic and not t.get("error"):
-            return {p["partition"]: p["leader"] for p in t["partitions"]}
-    return None
-
-
-def wait_for(what, predicate, seconds=20):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        v = predicate()
-        if v:
-            return v
-        time.sleep(0.2)
-    fail("timed out waiting for " + what)
+CLUSTER = Cluster(SILT, "interop-cluster-1")
+NODES = CLUSTER.nodes
+WORK = CLUSTER.work
+fail = CLUSTER.fail
+cleanup = CLUSTER.cleanup
+wait_for = CLUSTER.wait_for
+metadata = kcat_metadata
+leaders = kcat_leaders
 
 
 def silt(*args, check=True):
@@ -141,17 +40,9 @@ def silt(*args, check=True):
 
 
 try:
-    for n in NODES.values():
-        n.start()
-
+    CLUSTER.start_all()
     # Every node registers; Metadata from any node lists all three.
-    def all_registered():
-        for n in NODES.values():
-            md = metadata(n)
-            if md is None or len(md["brokers"]) != 3:
-                return False
-        return True
-    wait_for("three registered brokers", all_registered)
+    CLUSTER.wait_registered()
     brokers = {b["id"]: b["name"] for b in metadata(NODES[1])["brokers"]}
     for i, n in NODES.items():
         if brokers[i] != n.address:
@@ -170,6 +61,43 @@ try:
     if len(controllers) != 1 or controllers.pop() not in (1, 2, 3):
         fail("nodes disagree on the controller")
     print("ok: 6 partitions, the same leaders on all nodes: %s" % views[0])
+
+    # `silt cluster` from any node: the same brokers, controller, leaders, and the quorum from
+    # the controller (DescribeQuorum): term, commit index, every voter caught up.
+    import json
+
+    def cluster_view(node):
+        out = silt("cluster", "-b", node.address, "--format", "json")
+        return json.loads(out.stdout)
+
+    controller_id = metadata(NODES[1])["controllerid"]
+    for n in NODES.values():
+        j = cluster_view(n)
+        if [b["id"] for b in j["brokers"]] != [1, 2, 3] or j["controller"] != controller_id:
+            fail("silt cluster via node %d: brokers %s, controller %s" % (n.id, j["brokers"],
+                                                                       j["controller"]))
+        q = j["quorum"]
+        if q is None or q["leader"] != controller_id or q["term"] < 1 or q["commit_index"] < 1:
+            fail("silt cluster via node %d: quorum %s" % (n.id, q))
+        if [v["id"] for v in q["voters"]] != [1, 2, 3] or any(
+                v["log_end"] is None or v["log_end"] > q["commit_index"] + 1
+                for v in q["voters"]):
+            fail("silt cluster via node %d: voters %s" % (n.id, q["voters"]))
+        got = {p["partition"]: p["leader"] for t in j["topics"] if t["topic"] == "orders"
+               for p in t["partitions"]}
+        if got != views[0]:
+            fail("silt cluster via node %d: orders leaders %s, kcat says %s" % (n.id, got,
+                                                                             views[0]))
+        if j["fenced_brokers"] != []:
+            fail("silt cluster via node %d: fenced %s" % (n.id, j["fenced_brokers"]))
+    rows = silt("cluster", "-b", NODES[3].address).stdout.splitlines()
+    quorum_rows = [r.split("\t") for r in rows if r.startswith("quorum\t")]
+    if len(quorum_rows) != 1 or quorum_rows[0][1] != str(controller_id):
+        fail("silt cluster text: quorum rows %s" % quorum_rows)
+    if len([r for r in rows if r.startswith("voter\t")]) != 3:
+        fail("silt cluster text: %s" % rows)
+    print("ok: silt cluster agrees on every node; quorum led by %d in term %d at commit %d"
+          % (controller_id, q["term"], q["commit_index"]))
 
     # kcat produces through node 1 and consumes through node 3, following the leaders.
     lines = "".join("key%d:value %d\n" % (i, i) for i in range(120))
@@ -316,6 +244,15 @@ try:
         fail("after-kill is not placed on the survivors: %s" % got)
     print("ok: node %d killed; new controller after %.1fs, fenced after %.1fs, new topics on "
           "the survivors" % (old, elected, fenced_after))
+    j = cluster_view(survivors[0])
+    if j["fenced_brokers"] != [old] or j["quorum"]["leader"] == old:
+        fail("silt cluster after node %d died: fenced %s, quorum %s" % (old, j["fenced_brokers"],
+                                                                       j["quorum"]))
+    leaderless = sorted(p["partition"] for t in j["topics"] if t["topic"] == "orders"
+                        for p in t["partitions"] if p["leader"] is None)
+    if leaderless != sorted(p for p, l in views[0].items() if l == old):
+        fail("silt cluster after node %d died: leaderless %s" % (old, leaderless))
+    print("ok: silt cluster shows node %d fenced and its partitions leaderless" % old)
 
     # Refusals: another cluster id or node id on its data dir, a lost Raft directory, and a
     # fresh node of another cluster (refused once it learns the cluster's log).

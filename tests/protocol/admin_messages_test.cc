@@ -134,3 +134,35 @@ TEST_CASE("AlterConfigs v0 and v1 carry full config sets with nullable values") 
     CheckRoundTripAndTruncation(resp, v);
   }
 }
+
+TEST_CASE("DescribeQuorum is flexible from v0 and adds the replicas' timestamps in v1") {
+  DescribeQuorumRequest req;
+  req.topics.push_back({"m", {{0}}});
+  // compact array of 1 (2), compact string "m" (2, 'm'), partitions (2), index, tags x3
+  CHECK(Encode(req, 0) == Bytes({2, 2, 'm', 2, 0, 0, 0, 0, 0, 0, 0}));
+  DescribeQuorumResponse resp;
+  DescribeQuorumResponse::Partition p;
+  p.leader_id = 2;
+  p.leader_epoch = 7;
+  p.high_watermark = 42;
+  p.current_voters.push_back({1, 40, 1000, 900});
+  p.current_voters.push_back({2, 42, -1, 1100});
+  resp.topics.push_back({"m", {p}});
+  std::string v0 = Encode(resp, 0);
+  std::string v1 = Encode(resp, 1);
+  CHECK(v1.size() == v0.size() + 2 * 16);  // two int64 timestamps per voter
+  CHECK(v0.substr(0, 11) == Bytes({0, 0, 2, 2, 'm', 2, 0, 0, 0, 0, 0}));
+  for (int16_t v : {0, 1}) {
+    CheckRoundTripAndTruncation(req, v);
+    DescribeQuorumResponse want = resp;
+    if (v == 0)
+      for (auto& r : want.topics[0].partitions[0].current_voters)
+        r.last_fetch_timestamp = r.last_caught_up_timestamp = -1;
+    std::string bytes = Encode(resp, v);
+    DescribeQuorumResponse back;
+    ByteReader r(bytes);
+    REQUIRE(back.Decode(r, v).ok());
+    CHECK(back == want);
+    CheckRoundTripAndTruncation(want, v);
+  }
+}

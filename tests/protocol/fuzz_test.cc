@@ -73,6 +73,8 @@ std::vector<Target> Targets() {
       Make<DeleteRecordsRequest>("DeleteRecordsRequest"), Make<DeleteRecordsResponse>("DeleteRecordsResponse"),
       Make<OffsetForLeaderEpochRequest>("OffsetForLeaderEpochRequest"),
       Make<OffsetForLeaderEpochResponse>("OffsetForLeaderEpochResponse"),
+      Make<DescribeQuorumRequest>("DescribeQuorumRequest"),
+      Make<DescribeQuorumResponse>("DescribeQuorumResponse"),
   };
 }
 

@@ -57,6 +57,8 @@ const std::map<std::string, Check>& Codecs() {
       {"OffsetForLeaderEpochResponse", Golden<OffsetForLeaderEpochResponse>()},
       {"IncrementalAlterConfigsRequest", Golden<IncrementalAlterConfigsRequest>()},
       {"IncrementalAlterConfigsResponse", Golden<IncrementalAlterConfigsResponse>()},
+      {"DescribeQuorumRequest", Golden<DescribeQuorumRequest>()},
+      {"DescribeQuorumResponse", Golden<DescribeQuorumResponse>()},
       // kafka-python's names for the same APIs
       {"ApiVersionRequest", Golden<ApiVersionsRequest>()},
       {"ApiVersionResponse", Golden<ApiVersionsResponse>()},

@@ -25,6 +25,7 @@ APIS = {
     "DescribeGroups": (0, 4), "ListGroups": (0, 2), "DescribeConfigs": (0, 3),
     "CreatePartitions": (0, 1), "DeleteRecords": (0, 1), "OffsetForLeaderEpoch": (0, 4),
     "AlterConfigs": (0, 1), "DeleteGroups": (0, 1), "IncrementalAlterConfigs": (0, 1),
+    "DescribeQuorum": (0, 1),
 }
 
 
