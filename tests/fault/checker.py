@@ -21,6 +21,8 @@ A history is a list of events (dicts), in the order they were logged:
   skips          within one consumer session, a poll that jumps over offsets that the final read
                  holds (committed records the consumer never saw)
   phantom        a value in a read that no producer sent
+  split_leaders  two leaders named for one partition and leader epoch, over every Metadata
+                 sample of every node: {"type": "leader", "node", "partition", "leader", "epoch"}
 
 Counts: sent, acked, failed (the client reported an error: the write may or may not have
 happened), unknown (neither ack nor error when the run ended), final (records in the final
@@ -28,7 +30,8 @@ read), failed_present / unknown_present (of those, how many the final read holds
 """
 import json
 
-ANOMALIES = ("lost", "duplicates", "inconsistent", "non_monotonic", "skips", "phantom")
+ANOMALIES = ("lost", "duplicates", "inconsistent", "non_monotonic", "skips", "phantom",
+             "split_leaders")
 READS = ("final", "poll", "replica")
 # At most this many examples of each anomaly are kept in the summary.
 EXAMPLES = 10
@@ -53,6 +56,7 @@ def check(history):
     final_values = {}
     sessions = {}    # (consumer, session, partition) -> last offset
     polls = []
+    leaders = {}     # (partition, epoch) -> {leader: node that said so}
 
     for e in history:
         t = e.get("type")
@@ -74,6 +78,9 @@ def check(history):
                 final_values.setdefault(v, set()).add(pos)
             elif t == "poll":
                 polls.append(e)
+        elif t == "leader" and e.get("leader", -1) >= 0:
+            leaders.setdefault((e["partition"], e["epoch"]), {}).setdefault(
+                e["leader"], e.get("node"))
 
     for pos, values in sorted(at.items()):
         if len(values) > 1:
@@ -93,6 +100,11 @@ def check(history):
         if held != v:
             found["inconsistent"].append({"value": v, "acked_at": pos, "held": held,
                                           "found_at": sorted(final_values[v])})
+
+    for (p, epoch), named in sorted(leaders.items()):
+        if len(named) > 1:
+            found["split_leaders"].append({"partition": p, "epoch": epoch,
+                                           "leaders": sorted(named)})
 
     # Offsets of the final read, per partition, to tell a skip from a gap in the log.
     final_offsets = {}

@@ -33,6 +33,10 @@ def replica(n, p, o, v):
     return {"type": "replica", "node": n, "partition": p, "offset": o, "value": v}
 
 
+def leader(node, p, leader_id, epoch):
+    return {"type": "leader", "node": node, "partition": p, "leader": leader_id, "epoch": epoch}
+
+
 def clean():
     """Three acked writes on partition 0, read back by a consumer and the final read."""
     h = []
@@ -140,6 +144,15 @@ class CheckerTest(unittest.TestCase):
 
     def test_replicas_that_agree_with_the_final_read_pass(self):
         h = clean() + [replica(n, 0, i, "p0-%d" % i) for n in (1, 2, 3) for i in range(3)]
+        self.assertTrue(check(h)["valid"])
+
+    def test_two_leaders_for_one_partition_and_epoch_are_caught(self):
+        h = clean() + [leader(1, 0, 1, 4), leader(2, 0, 1, 4), leader(3, 0, 2, 4)]
+        self.only(check(h), "split_leaders")
+
+    def test_a_new_leader_in_a_new_epoch_is_fine(self):
+        h = clean() + [leader(1, 0, 1, 4), leader(2, 0, -1, 5), leader(3, 0, 2, 6),
+                       leader(1, 0, 1, 4)]
         self.assertTrue(check(h)["valid"])
 
 
