@@ -74,6 +74,7 @@ class ProducerWorker(threading.Thread):
             "reconnect.backoff.max.ms": 500,
             "retry.backoff.ms": 100,
             "client.id": "fault-p%d" % index,
+            "log_level": 2,
         }
         self.conf.update(extra or {})
         self.seq = 0
@@ -143,6 +144,7 @@ class ConsumerWorker(threading.Thread):
             "reconnect.backoff.max.ms": 500,
             "fetch.wait.max.ms": 100,
             "client.id": "fault-" + name,
+            "log_level": 2,
         }
 
     def run(self):
@@ -216,12 +218,16 @@ class Workload:
         return [t.name for t in self.threads if t.is_alive()]
 
 
-def acks_after(history, t):
-    """Time of the first ack logged after time t, or None."""
+def acks_after(history, t, partitions):
+    """The time by which every partition in `partitions` has had an ack logged at or after
+    time t (acks=all produce works on each again), or None while one has not."""
+    first = {}
     for e in history.of("ack"):
-        if e["t"] >= t:
-            return e["t"]
-    return None
+        if e["t"] >= t and e["partition"] not in first:
+            first[e["partition"]] = e["t"]
+    if any(p not in first for p in partitions):
+        return None
+    return max(first[p] for p in partitions)
 
 
 def final_read(bootstrap, topic, partitions, history, seconds=30):
@@ -230,7 +236,8 @@ def final_read(bootstrap, topic, partitions, history, seconds=30):
     hws, incomplete = {}, []
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "fault-final-%d" % time.time(),
                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                  "topic.metadata.refresh.interval.ms": 1000, "client.id": "fault-final"})
+                  "topic.metadata.refresh.interval.ms": 1000, "client.id": "fault-final",
+                  "log_level": 2})
     try:
         deadline = time.time() + seconds
         for p in partitions:
