@@ -299,12 +299,22 @@ class Cluster:
         return self
 
     def stop(self):
+        # SIGTERM to all first (they shut down in parallel), then wait for each.
         for n in self.nodes.values():
             try:
-                n.kill9() if n.paused else n.stop(timeout=10)
+                if n.paused:
+                    n.kill9()
+                elif n.alive():
+                    n.proc.send_signal(signal.SIGTERM)
             except Exception:  # noqa: BLE001 - clean up the rest regardless
+                pass
+        for n in self.nodes.values():
+            try:
+                n.stop(timeout=10)
+            except Exception:  # noqa: BLE001
                 if n.proc:
                     n.proc.kill()
+                    n.proc.wait()
         self.proxy.stop()
         if not self.keep:
             shutil.rmtree(self.work, ignore_errors=True)

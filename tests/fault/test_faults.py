@@ -69,6 +69,15 @@ class Ctx:
     def sleep(self, s):
         time.sleep(s)
 
+    def fault_time(self):
+        """How long a cut or a pause lasts: past the session timeout (3 s by default, 2 s in
+        the short runs), so that the controller fences the node."""
+        return self.rng.uniform(3.5, 5) if self.long else self.rng.uniform(2.6, 3.2)
+
+    def settle(self, s):
+        """The wait after a fault is undone: cut short once the run's time is up."""
+        time.sleep(max(0.0, min(s, self.deadline - time.time())))
+
     def some_leader(self):
         """The leader of a random partition, else a random node."""
         leaders = self.c.leaders(TOPIC) or {}
@@ -97,7 +106,7 @@ def kill_leader(ctx):
         ctx.sleep(ctx.rng.uniform(1.5, 3))
         ctx.note("restart node %d" % n)
         ctx.c.node(n).restart()
-        ctx.sleep(ctx.rng.uniform(2, 4))
+        ctx.settle(ctx.rng.uniform(2, 4))
 
 
 def kill_controller(ctx):
@@ -108,7 +117,7 @@ def kill_controller(ctx):
         ctx.sleep(ctx.rng.uniform(1.5, 3))
         ctx.note("restart node %d" % n)
         ctx.c.node(n).restart()
-        ctx.sleep(ctx.rng.uniform(2, 4))
+        ctx.settle(ctx.rng.uniform(2, 4))
 
 
 def leader_cut_from_peers(ctx):
@@ -116,10 +125,10 @@ def leader_cut_from_peers(ctx):
         n = ctx.some_leader()
         ctx.note("cut node %d (a leader) from its peers, clients still reach it" % n)
         ctx.c.cut_from_peers(n, "both")
-        ctx.sleep(ctx.rng.uniform(3.5, 5))
+        ctx.sleep(ctx.fault_time())
         ctx.note("heal")
         ctx.c.heal()
-        ctx.sleep(ctx.rng.uniform(2, 4))
+        ctx.settle(ctx.rng.uniform(2, 4))
 
 
 def isolate(ctx):
@@ -127,10 +136,10 @@ def isolate(ctx):
         n = ctx.some_leader()
         ctx.note("isolate node %d from peers and clients" % n)
         ctx.c.isolate(n)
-        ctx.sleep(ctx.rng.uniform(3.5, 5))
+        ctx.sleep(ctx.fault_time())
         ctx.note("heal")
         ctx.c.heal()
-        ctx.sleep(ctx.rng.uniform(2, 4))
+        ctx.settle(ctx.rng.uniform(2, 4))
 
 
 def one_way_cut(ctx):
@@ -139,11 +148,11 @@ def one_way_cut(ctx):
         n = ctx.some_leader()
         ctx.note("one-way cut: node %d's %s traffic to/from peers dropped" % (n, direction))
         ctx.c.cut_from_peers(n, direction)
-        ctx.sleep(ctx.rng.uniform(3.5, 5))
+        ctx.sleep(ctx.fault_time())
         ctx.note("heal")
         ctx.c.heal()
         direction = "in" if direction == "out" else "out"
-        ctx.sleep(ctx.rng.uniform(2, 4))
+        ctx.settle(ctx.rng.uniform(2, 4))
 
 
 def pause(ctx):
@@ -151,10 +160,10 @@ def pause(ctx):
         n = ctx.some_leader()
         ctx.note("SIGSTOP node %d past the session timeout" % n)
         ctx.c.node(n).pause()
-        ctx.sleep(ctx.rng.uniform(3.5, 5))
+        ctx.sleep(ctx.fault_time())
         ctx.note("SIGCONT node %d" % n)
         ctx.c.node(n).resume()
-        ctx.sleep(ctx.rng.uniform(2, 4))
+        ctx.settle(ctx.rng.uniform(2, 4))
 
 
 def kill_all(ctx):
@@ -168,7 +177,7 @@ def kill_all(ctx):
             n.start(wait=False)
         for n in ctx.c.nodes.values():
             wait_until(lambda: n.metadata() is not None, 20, step=0.1)
-        ctx.sleep(ctx.rng.uniform(3, 5))
+        ctx.settle(ctx.rng.uniform(3, 5))
 
 
 def rolling_restart(ctx):
@@ -183,7 +192,7 @@ def rolling_restart(ctx):
             ctx.note("restart node %d" % i)
             ctx.c.node(i).restart()
             wait_back(ctx.c, 20)
-            ctx.sleep(ctx.rng.uniform(1, 2))
+            ctx.settle(ctx.rng.uniform(1, 2))
 
 
 def slow_links(ctx):
@@ -194,7 +203,7 @@ def slow_links(ctx):
         ctx.sleep(ctx.rng.uniform(3, 5))
         ctx.note("heal")
         ctx.c.heal()
-        ctx.sleep(ctx.rng.uniform(2, 3))
+        ctx.settle(ctx.rng.uniform(2, 3))
 
 
 # name -> (nemesis, criteria that need replication, what the case shows)
@@ -217,7 +226,7 @@ CASES = {
 
 def run_case(name, long_mode, results, seed):
     nemesis, needs_replication, what = CASES[name]
-    seconds = 60 if long_mode else 4
+    seconds = 60 if long_mode else 3
     sets = [] if long_mode else ["broker.session.timeout.ms=2000",
                                  "broker.heartbeat.interval.ms=250"]
     log("case %s: %s (%d s of faults)" % (name, what, seconds))
@@ -232,7 +241,7 @@ def run_case(name, long_mode, results, seed):
         w = workload.Workload(c, TOPIC, PARTITIONS, history, producers=2, consumers=1,
                               rate=100).start()
         # Some load before the first fault.
-        time.sleep(1.5)
+        time.sleep(1.0)
         ctx = Ctx(c, seconds, long_mode, seed)
         nemesis(ctx)
         # Heal everything: the proxy passes, paused nodes go on, dead nodes come back.
@@ -250,7 +259,7 @@ def run_case(name, long_mode, results, seed):
         first = wait_until(lambda: workload.acks_after(history, t_healed, PARTITIONS), 15,
                            step=0.1)
         out["resume_s"] = round(first - t_healed, 2) if first else None
-        time.sleep(1.5)
+        time.sleep(0.5 if not long_mode else 3)
         stuck = w.stop(timeout=30)
         parts = c.partitions(TOPIC) or {}
         out["isr_max"] = max((len(p["isr"]) for p in parts.values()), default=0)
@@ -259,7 +268,7 @@ def run_case(name, long_mode, results, seed):
         divergence = c.replica_divergence(TOPIC, hws)
         out.update({"healed": healed, "stuck_threads": stuck, "high_watermarks": hws,
                     "final_incomplete": incomplete, "replica_divergence": divergence[:20],
-                    "replica_divergent_partitions": len(divergence),
+                    "replica_divergent_partitions": len({d["partition"] for d in divergence}),
                     "nemesis": ctx.events})
     history.close()
     summary = check(history.events)

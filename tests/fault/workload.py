@@ -112,7 +112,16 @@ class ProducerWorker(threading.Thread):
                 except BufferError:
                     p.poll(0.05)
                     if self.stop_event.is_set():
+                        self.history.add(type="fail", value=v, error="not queued")
                         break
+                except confluent_kafka.KafkaException as e:
+                    # Refused at once (not queued): a definite failure. A fatal error (the
+                    # idempotent producer's state is lost) needs a new producer.
+                    err = e.args[0]
+                    self.history.add(type="fail", value=v, error=err.name(), fatal=err.fatal())
+                    if err.fatal():
+                        self.fatal.append(err.name())
+                    break
             p.poll(0)
             next_at += interval
             delay = next_at - time.time()
