@@ -20,4 +20,12 @@ done
 RESULTS="$BUILD/fault-results"
 mkdir -p "$RESULTS"
 echo "fault.sh: long cases, results in $RESULTS" >&2
-exec python3 "$ROOT/tests/fault/test_faults.py" --long --results "$RESULTS" "$@"
+# The Python that has confluent-kafka (Debian's python3-confluent-kafka is for /usr/bin/python3,
+# which a python3 earlier on PATH may not see).
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  for p in python3 /usr/bin/python3; do
+    if "$p" -c "import confluent_kafka" 2>/dev/null; then PY="$p"; break; fi
+  done
+fi
+exec "${PY:-python3}" "$ROOT/tests/fault/test_faults.py" --long --results "$RESULTS" "$@"

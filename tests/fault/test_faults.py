@@ -231,6 +231,8 @@ def run_case(name, long_mode, results, seed):
                                  "broker.heartbeat.interval.ms=250"]
     log("case %s: %s (%d s of faults)" % (name, what, seconds))
     hist_path = os.path.join(results, name + ".history.jsonl") if results else None
+    if results and os.path.exists(os.path.join(results, name + ".json")):
+        os.remove(os.path.join(results, name + ".json"))  # never judge a stale run
     history = workload.History(hist_path)
     out = {"case": name, "what": what, "long": long_mode, "seed": seed,
            "needs_replication": needs_replication}
