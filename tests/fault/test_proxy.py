@@ -28,6 +28,7 @@ class Upper:
         self.port = self.srv.getsockname()[1]
         self.received = bytearray()
         self.accepted = 0
+        self.closed = 0
         self.lock = threading.Lock()
         threading.Thread(target=self.loop, daemon=True).start()
 
@@ -48,6 +49,7 @@ class Upper:
                 except OSError:
                     return
                 if not b:
+                    self.closed += 1
                     return
                 with self.lock:
                     self.received += b
@@ -182,6 +184,22 @@ def main():
         if recv_exactly(s3, 4, 5) != b"BACK":
             fail("pass after reset did not forward a new connection")
         print("ok: reset closes with RST and refuses until pass")
+
+        # A client that closes while a->b is cut: the server does not learn of it until pass.
+        s4 = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s4.sendall(b"hi")
+        if recv_exactly(s4, 2, 5) != b"HI":
+            fail("a new connection did not pass")
+        px.set("l1", "ab", "cut")
+        closed = up.closed
+        s4.close()
+        time.sleep(0.5)
+        if up.closed != closed:
+            fail("a close crossed a cut direction")
+        px.set("l1", "ab", "pass")
+        if not wait_until(lambda: up.closed > closed, 5):
+            fail("the close was not passed on after the cut ended")
+        print("ok: a close does not cross a cut, and follows once it passes")
 
         # A closed client closes the upstream connection; counters add up.
         s3.close()

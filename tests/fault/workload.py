@@ -124,11 +124,14 @@ class ProducerWorker(threading.Thread):
                     break
             p.poll(0)
             next_at += interval
-            delay = next_at - time.time()
-            if delay > 0:
-                p.poll(delay)
-            else:
+            if next_at < time.time():
                 next_at = time.time()
+            # poll() returns early when it serves a callback: wait out the rest.
+            while not self.stop_event.is_set():
+                delay = next_at - time.time()
+                if delay <= 0:
+                    break
+                p.poll(delay)
         # Whatever is still in flight gets up to the message timeout to settle; what does not is
         # "unknown" to the checker.
         p.flush(self.conf["message.timeout.ms"] / 1000.0 + 2)
