@@ -7,7 +7,10 @@
 //
 //   pass            forward (clears delay and throttle)
 //   cut             a black hole: bytes are read and dropped, connections stay open, nothing
-//                   (not even a close) crosses until the direction leaves cut
+//                   (not even a close) crosses until the direction leaves cut. A connection
+//                   that lost bytes is reset when the cut ends: a stream with a hole in it is
+//                   not TCP, and its reader would take the bytes after the hole for a frame
+//                   header. A connection that lost nothing goes on.
 //   hold            stop forwarding and buffer (up to kMaxQueued per connection, then TCP
 //                   back-pressure); everything buffered goes out, in order, on pass
 //   delay MS        forward every chunk MS milliseconds after it was read
@@ -113,6 +116,7 @@ struct Pipe {
   bool shut = false;      // FIN passed on to the destination
   bool failed = false;    // the source failed; the connection closes once this can be seen
   bool sink_dead = false; // a write to the destination failed: what is read now is dropped
+  bool holed = false;     // bytes were dropped by a cut: the stream can never be whole again
   std::unique_ptr<asio::steady_timer> timer;
   bool timer_armed = false;
   std::vector<char> buf = std::vector<char>(kReadSize);
@@ -240,7 +244,14 @@ void Conn::Start() {
 void Conn::Kick() {
   if (closed_) return;
   for (Pipe* p : {&ab, &ba}) {
+    if (p->holed && p->dir->mode != Mode::kCut) {
+      Close(/*rst=*/true);
+      return;
+    }
+  }
+  for (Pipe* p : {&ab, &ba}) {
     if (p->dir->mode == Mode::kCut && !p->queue.empty()) {
+      p->holed = true;
       // A black hole swallows what it had not delivered yet, too.
       if (p->writing) {
         // The chunk being written stays; the rest goes.
@@ -293,6 +304,7 @@ void Conn::Read(Pipe& p) {
     p.dir->bytes_in += n;
     if (p.dir->mode == Mode::kCut) {
       p.dir->bytes_dropped += n;
+      p.holed = true;
     } else {
       Chunk c;
       c.data.assign(p.buf.begin(), p.buf.begin() + n);

@@ -87,7 +87,12 @@ def main():
             fail("pass did not forward")
         print("ok: pass forwards both ways")
 
-        # cut a->b: nothing arrives, the connection stays open, and pass resumes it.
+        # cut a->b: nothing arrives, the connection stays open; when the cut ends, the
+        # connection that lost bytes is reset, and an idle one goes on.
+        idle = socket.create_connection(("127.0.0.1", port), timeout=5)
+        idle.sendall(b"idle")
+        if recv_exactly(idle, 4, 5) != b"IDLE":
+            fail("pass did not forward a second connection")
         px.set("l1", "ab", "cut")
         before = len(up.received)
         s.sendall(b"lost")
@@ -96,13 +101,21 @@ def main():
         if len(up.received) != before:
             fail("cut a->b delivered bytes")
         st = px.stats("l1")
-        if st["ab.dropped"] != 4 or st["conns"] != 1 or st["ab.mode"] != "cut":
+        if st["ab.dropped"] != 4 or st["conns"] != 2 or st["ab.mode"] != "cut":
             fail("cut stats: %s" % st)
         px.set("l1", "ab", "pass")
-        s.sendall(b"again")
-        if recv_exactly(s, 5, 5) != b"AGAIN":
-            fail("pass after cut did not resume the same connection")
-        print("ok: cut is a black hole on an open connection; pass resumes it")
+        try:
+            s.settimeout(2)
+            if s.recv(10) != b"":
+                fail("a connection that lost bytes in a cut was not reset")
+        except ConnectionResetError:
+            pass
+        s.close()
+        idle.sendall(b"again")
+        if recv_exactly(idle, 5, 5) != b"AGAIN":
+            fail("an idle connection did not go on after the cut")
+        s = idle
+        print("ok: cut is a black hole; afterwards a holed stream is reset, an idle one goes on")
 
         # cut b->a only (one way): the server receives, the client hears nothing.
         px.set("l1", "ba", "cut")
@@ -113,6 +126,8 @@ def main():
         if recv_exactly(s, 6, 0.5) != b"":
             fail("one-way cut b->a let the answer through")
         px.set("l1", "ba", "pass")
+        s.close()
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
         print("ok: a one-way cut drops only its direction")
 
         # hold a->b: bytes are kept and delivered in order on pass.
