@@ -6,7 +6,7 @@ producers, consumers, a Metadata sampler) while its nemesis strikes, heals every
 every partition to the end and every replica's data dir, and checks:
 
   history        0 lost, 0 duplicates, 0 inconsistent, no non-monotonic polls, no skips, no
-                 phantoms, at most one leader per partition and leader epoch (tests/fault/checker.py)
+                 phantoms, at most one leader per partition and leader epoch (checker.py)
   resume         an acks=all produce succeeds within RESUME_S seconds of the end of healing
   replicas       every replica's batches below the high watermark are the same (offsets, leader
                  epoch, CRC, size) on every node

@@ -116,7 +116,8 @@ def fence_and_heal(c, victim, topics, before, what):
         if before[k[0]][k[1]]["leader"] == victim:
             kinds[kind] = kinds.get(kind, 0) + 1
     print("ok: node %d fenced after %.1f s (controller now %d): partitions it led %s" % (
-        victim, time.time() - t0, survivors[0].metadata()["controller"], ", ".join("%d %s" % (v, k) for k, v in sorted(kinds.items()))))
+        victim, time.time() - t0, survivors[0].metadata()["controller"],
+        ", ".join("%d %s" % (v, k) for k, v in sorted(kinds.items()))))
 
     print("healing")
     t1 = time.time()
