@@ -8,6 +8,7 @@
 #   make fuzz       build the libFuzzer targets (clang) and run each for FUZZ_SECONDS (60)
 #   make run        start a broker on 127.0.0.1:9092 over ./silt-data
 #   make bench      run the benchmarks in bench/ (installs their peers first)
+#   make fault      the fault suite's long cases (tests/fault/README.md), a minute each
 #   make install    install the binary, man pages and completions under $(PREFIX)
 
 BUILD      ?= build
@@ -20,7 +21,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
 .PHONY: all deps build test unit asan tsan fuzz fuzz-build run bench bench-deps install clean \
-	format completions
+	format completions fault
 
 all: build
 
@@ -83,6 +84,12 @@ bench: bench-deps build
 	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 	sh bench/run.sh $(BUILD)
+
+# The fault suite's long cases: three nodes behind the fault proxy, a minute of load per case
+# (the short forms run in `make test`).
+fault: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target silt silt_fault_proxy
+	sh scripts/fault.sh $(BUILD)
 
 completions: build
 	sh scripts/gen-completions.sh $(BUILD)/silt
