@@ -19,6 +19,7 @@
 #include "base/topic_name.h"
 #include "broker/local_metadata_store.h"
 #include "broker/logging.h"
+#include "cluster/controller.h"
 #include "cluster/controller_channel.h"
 #include "cluster/metadata_image.h"
 #include "cluster/node_directory.h"
@@ -132,11 +133,8 @@ struct ClusterNode::Impl {
   std::set<int> peer_fds;
   std::thread member;
   std::atomic<bool> fatal_sent{false};
-  // The controller's side of liveness: when each broker was last heard from (under mu), and
-  // the term in which these times were started (a new controller gives everyone a full
-  // session from its election).
-  std::map<int32_t, Clock::time_point> last_heard;
-  uint64_t liveness_term = 0;
+  // The controller's decisions (controller.h): heartbeats heard, shutdown requests.
+  std::unique_ptr<Controller> controller;
   // The member thread's own: when the next heartbeat is due, and the partitions this node led
   // in the image last reconciled.
   Clock::time_point next_heartbeat;
@@ -273,8 +271,7 @@ void ClusterNode::Impl::ServePeer(NodeId sender, int fd) {
     if (req->kind == ForwardKind::kHeartbeat) {
       if (quorum->IsReadyLeader()) {
         r.outcome = ProposeOutcome::kApplied;
-        std::lock_guard<std::mutex> lock(mu);
-        last_heard[sender.value()] = Clock::now();
+        controller->Heard(sender, Clock::now());
       } else {
         r.outcome = ProposeOutcome::kNotLeader;
         r.leader_hint = quorum->leader();
@@ -355,69 +352,23 @@ void ClusterNode::Impl::SendHeartbeat() {
                                 r.status().ToString());
 }
 
-// On the ready controller: fence brokers silent for a session (their partitions lose them as
-// leader: the first other in-sync replica that is unfenced takes over, else none), and give
-// leaderless partitions back to an unfenced in-sync replica (a fenced broker heard from again
-// is unfenced first).
+// On the ready controller: propose what the controller decides now (controller.h).
 void ClusterNode::Impl::CheckLiveness() {
   if (!quorum->IsReadyLeader()) return;
-  const auto now = Clock::now();
-  const auto session = std::chrono::milliseconds(options.config.broker_session_timeout_ms);
   auto img = image();
-  std::set<int32_t> dead, back;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    uint64_t term = quorum->term().value();
-    if (term != liveness_term) {
-      liveness_term = term;
-      last_heard.clear();
-    }
-    last_heard[options.node_id.value()] = now;
-    for (const auto& [id, b] : img->brokers()) {
-      auto it = last_heard.try_emplace(id, now).first;
-      bool alive = now - it->second <= session;
-      if (!alive && !b.fenced) dead.insert(id);
-      if (alive && b.fenced) back.insert(id);
-    }
-  }
-  std::vector<MetadataRecord> records;
-  for (int32_t id : dead) records.push_back(FenceBrokerRecord{NodeId(id)});
-  for (int32_t id : back) records.push_back(UnfenceBrokerRecord{NodeId(id)});
-  auto usable = [&](NodeId n) {
-    if (dead.count(n.value())) return false;
-    auto it = img->brokers().find(n.value());
-    return it != img->brokers().end() && (!it->second.fenced || back.count(n.value()));
-  };
-  std::vector<std::string> moved;
-  for (const auto& [tid, t] : img->topics()) {
-    for (const auto& [p, part] : t.partitions) {
-      bool needs = part.leader.value() == kNoLeader || dead.count(part.leader.value());
-      if (!needs) continue;
-      NodeId next(kNoLeader);
-      for (NodeId r : part.replicas) {
-        bool in_isr = std::find(part.isr.begin(), part.isr.end(), r) != part.isr.end();
-        if (in_isr && usable(r)) {
-          next = r;
-          break;
-        }
-      }
-      if (next == part.leader) continue;
-      records.push_back(PartitionChangeRecord{PartitionId(p), t.id, std::nullopt, next,
-                                              std::nullopt});
-      moved.push_back(t.name + "-" + std::to_string(p) + "->" + std::to_string(next.value()));
-    }
-  }
-  if (records.empty()) return;
-  auto r = Propose(records);
+  ControllerDecision d =
+      controller->Decide(*img, quorum->term().value(), options.node_id, Clock::now());
+  if (d.empty()) return;
+  auto r = Propose(d.records);
   if (!r.ok()) {
-    LogWarn("fencing/unfencing brokers: " + r.status().ToString());
+    LogWarn("controller: proposing " + std::to_string(d.records.size()) +
+            " change(s): " + r.status().ToString());
     return;
   }
+  for (const std::string& u : d.unclean) broker::LogError("controller: " + u);
   std::string text;
-  for (int32_t id : dead) text += " fenced " + std::to_string(id) + ";";
-  for (int32_t id : back) text += " unfenced " + std::to_string(id) + ";";
-  for (const auto& m : moved) text += " " + m;
-  LogInfo("controller:" + text);
+  for (const std::string& n : d.notes) text += (text.empty() ? " " : "; ") + n;
+  if (!text.empty()) LogInfo("controller:" + text);
 }
 
 void ClusterNode::Impl::Reconcile() {
@@ -700,6 +651,14 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(ClusterNodeOptions opti
       CheckNodeDirectory(options.config.data_dir, options.node_id, options.cluster_id));
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
+  const broker::BrokerConfig& c = impl->options.config;
+  ControllerConfig cc;
+  cc.session_timeout = std::chrono::milliseconds(c.broker_session_timeout_ms);
+  cc.unclean_leader_election = c.unclean_leader_election_enable;
+  cc.auto_leader_rebalance = c.auto_leader_rebalance_enable;
+  cc.imbalance_check_interval = std::chrono::milliseconds(c.leader_imbalance_check_interval_ms);
+  cc.imbalance_per_broker_percentage = c.leader_imbalance_per_broker_percentage;
+  impl->controller = std::make_unique<Controller>(cc);
   return std::unique_ptr<ClusterNode>(new ClusterNode(std::move(impl)));
 }
 
