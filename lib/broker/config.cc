@@ -1,6 +1,7 @@
 // server.properties parsing.
 #include "broker/config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -228,6 +229,16 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
     }
   }
   return Status::NotFound("unknown broker config '" + key + "'");
+}
+
+int32_t OffsetsTopicReplicationFactor(const BrokerConfig& c) {
+  if (c.offsets_topic_replication_factor > 0) return c.offsets_topic_replication_factor;
+  int32_t voters = 0;
+  if (!Trim(c.quorum_voters).empty()) {
+    voters = 1;
+    for (char ch : c.quorum_voters) voters += ch == ',' ? 1 : 0;
+  }
+  return std::min<int32_t>(3, std::max<int32_t>(1, voters));
 }
 
 std::vector<std::string> KnownServerProperties() {

@@ -93,6 +93,10 @@ std::vector<std::string> KnownServerProperties();
 // Kafka server.properties loads.
 Status LoadServerProperties(const std::string& path, BrokerConfig* config);
 
+// offsets.topic.replication.factor as configured, where -1 (silt's default) is min(3, the
+// number of voters in controller.quorum.voters), 1 without voters.
+int32_t OffsetsTopicReplicationFactor(const BrokerConfig& config);
+
 // Parses "HOST:PORT", "[v6]:PORT" or a listener "PLAINTEXT://HOST:PORT" (the first of a
 // comma-separated list). An empty host means all interfaces (0.0.0.0).
 Status ParseHostPort(const std::string& text, std::string* host, int* port);

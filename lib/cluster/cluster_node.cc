@@ -43,8 +43,9 @@ broker::TopicMetadata Describe(const MetadataImage& img, const TopicImage& t) {
   out.partition_count = static_cast<int32_t>(t.partitions.size());
   out.configs = img.configs(ConfigResource::kTopic, t.name);
   for (const auto& [p, part] : t.partitions) {
-    out.partitions.push_back(broker::PartitionAssignment{
-        PartitionId(p), part.leader, part.leader_epoch, part.replicas, part.isr});
+    out.partitions.push_back(broker::PartitionAssignment{PartitionId(p), part.leader,
+                                                         part.leader_epoch, part.replicas,
+                                                         part.isr, OfflineReplicas(img, part)});
   }
   return out;
 }
@@ -71,9 +72,7 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
   Result<broker::TopicMetadata> GetTopic(const std::string& name) override;
   Result<broker::TopicMetadata> CreateTopic(
       const std::string& name, int32_t partitions,
-      const std::map<std::string, std::string>& configs) override {
-    return CreateTopicWithReplicas(name, partitions, 1, configs);
-  }
+      const std::map<std::string, std::string>& configs) override;
   Result<broker::TopicMetadata> CreateTopicWithReplicas(
       const std::string& name, int32_t partitions, int32_t replication_factor,
       const std::map<std::string, std::string>& configs) override;
@@ -133,6 +132,7 @@ struct ClusterNode::Impl {
   std::set<int> peer_fds;
   std::thread member;
   std::atomic<bool> fatal_sent{false};
+  std::atomic<bool> is_registered{false};  // the registration was applied (set by MemberLoop)
   // The controller's decisions (controller.h): heartbeats heard, shutdown requests.
   std::unique_ptr<Controller> controller;
   // The member thread's own: when the next heartbeat is due, and the partitions this node led
@@ -157,6 +157,7 @@ struct ClusterNode::Impl {
   void SendHeartbeat();
   void CheckLiveness();
   void Reconcile();
+  void ControlledShutdown();
   void OnPeer(NodeId sender, int fd);
   void ServePeer(NodeId sender, int fd);
 };
@@ -276,6 +277,22 @@ void ClusterNode::Impl::ServePeer(NodeId sender, int fd) {
         r.outcome = ProposeOutcome::kNotLeader;
         r.leader_hint = quorum->leader();
       }
+    } else if (req->kind == ForwardKind::kShutdown) {
+      if (quorum->IsReadyLeader() && req->command.size() == 16) {
+        Uuid::Bytes b;
+        std::copy(req->command.begin(), req->command.end(), b.begin());
+        controller->WantShutDown(sender, Uuid(b));
+        controller->Heard(sender, Clock::now());
+        LogInfo("controller: broker " + std::to_string(sender.value()) +
+                " asks to shut down; moving its leaderships");
+        r.outcome = ProposeOutcome::kApplied;
+      } else if (req->command.size() != 16) {
+        r.outcome = ProposeOutcome::kRejected;
+        r.message = "a shutdown request carries the 16-byte incarnation id";
+      } else {
+        r.outcome = ProposeOutcome::kNotLeader;
+        r.leader_hint = quorum->leader();
+      }
     } else {
       r = LocalPropose(req->id, std::move(req->command), options.proposal_timeout_ms);
     }
@@ -316,6 +333,7 @@ void ClusterNode::Impl::MemberLoop() {
       auto r = Propose(register_id, records, 2000);
       if (r.ok()) {
         registered = true;
+        is_registered.store(true);
         LogInfo("registered as broker " + std::to_string(options.node_id.value()) + " at " +
                 node->advertised_host + ":" + std::to_string(node->advertised_port));
       } else if (r.status().code() == Status::Code::kInvalidArgument) {
@@ -369,6 +387,64 @@ void ClusterNode::Impl::CheckLiveness() {
   std::string text;
   for (const std::string& n : d.notes) text += (text.empty() ? " " : "; ") + n;
   if (!text.empty()) LogInfo("controller:" + text);
+}
+
+// Controlled shutdown: ask the controller (a ForwardKind::kShutdown, or this node's own
+// Controller when it is the controller) to move this node's leaderships to other in-sync
+// replicas, asking again every half second (the controller may change meanwhile), until the
+// image shows this node leads nothing or controlled.shutdown.timeout.ms has passed. Skipped
+// when no other broker is unfenced: nobody could take over.
+void ClusterNode::Impl::ControlledShutdown() {
+  if (!options.config.controlled_shutdown_enable || !quorum || !is_registered.load()) return;
+  auto leading = [this] {
+    auto img = image();
+    int n = 0;
+    for (const auto& [tid, t] : img->topics()) {
+      for (const auto& [p, part] : t.partitions) n += part.leader == options.node_id ? 1 : 0;
+    }
+    return n;
+  };
+  int led_now = leading();
+  if (led_now == 0) return;
+  {
+    auto img = image();
+    bool other = false;
+    for (const auto& [id, b] : img->brokers()) other |= !b.fenced && b.id != options.node_id;
+    if (!other) return;
+  }
+  LogInfo("controlled shutdown: asking the controller to move the leadership of " +
+          std::to_string(led_now) + " partition(s) away");
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(options.config.controlled_shutdown_timeout_ms);
+  std::string command(16, '\0');
+  std::copy(incarnation.bytes().begin(), incarnation.bytes().end(), command.begin());
+  while (Clock::now() < deadline) {
+    std::optional<NodeId> leader = quorum->leader();
+    if (leader && *leader == options.node_id) {
+      controller->WantShutDown(options.node_id, incarnation);
+    } else if (leader) {
+      if (std::optional<Voter> to = FindVoter(options.voters, *leader)) {
+        auto r = ForwardPropose(*to, options.node_id,
+                                ForwardRequest{RandomUuid(), command, ForwardKind::kShutdown}, 1000);
+        if (!r.ok()) broker::LogDebug("controlled shutdown: " + r.status().ToString());
+      }
+    }
+    const auto next = std::min(deadline, Clock::now() + std::chrono::milliseconds(500));
+    while (Clock::now() < next) {
+      if (leading() == 0) {
+        LogInfo("controlled shutdown: this node leads no partition now (after " +
+                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   Clock::now() - start)
+                                   .count()) +
+                " ms)");
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  LogWarn("controlled shutdown: still leading " + std::to_string(leading()) +
+          " partition(s) after " + std::to_string(options.config.controlled_shutdown_timeout_ms) +
+          " ms (controlled.shutdown.timeout.ms); stopping anyway");
 }
 
 void ClusterNode::Impl::Reconcile() {
@@ -442,7 +518,16 @@ Result<broker::TopicMetadata> ImageStore::GetTopic(const std::string& name) {
   return Describe(*img, *t);
 }
 
-// Replicas beyond the leader are assigned but not yet copied to: the ISR is the leader alone.
+// Auto-created topics (and CreateTopic without a factor) get default.replication.factor.
+Result<broker::TopicMetadata> ImageStore::CreateTopic(
+    const std::string& name, int32_t partitions,
+    const std::map<std::string, std::string>& configs) {
+  return CreateTopicWithReplicas(name, partitions,
+                                 node_->options.config.default_replication_factor, configs);
+}
+
+// A new partition's replicas are all in its ISR, as in Kafka: every one of them holds all of its
+// (no) records. The first replica is the leader (the preferred leader).
 Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
     const std::string& name, int32_t partitions, int32_t replication_factor,
     const std::map<std::string, std::string>& configs) {
@@ -461,7 +546,7 @@ Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
   for (int32_t p = 0; p < partitions; ++p) {
     const auto& replicas = placement[p];
     records.push_back(PartitionRecord{
-        PartitionId(p), id, replicas, {replicas[0]}, replicas[0], LeaderEpoch(0), 0});
+        PartitionId(p), id, replicas, replicas, replicas[0], LeaderEpoch(0), 0});
   }
   for (const auto& [k, v] : configs) {
     records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, v});
@@ -511,7 +596,7 @@ Status ImageStore::AddPartitions(const std::string& name, int32_t new_total) {
   for (int32_t p = have; p < new_total; ++p) {
     const auto& replicas = placement[p - have];
     records.push_back(PartitionRecord{
-        PartitionId(p), t->id, replicas, {replicas[0]}, replicas[0], LeaderEpoch(0), 0});
+        PartitionId(p), t->id, replicas, replicas, replicas[0], LeaderEpoch(0), 0});
   }
   SILT_TRY(node_->Propose(records).status());
   LogInfo("topic " + name + " now has " + std::to_string(new_total) +
@@ -706,6 +791,11 @@ void ClusterNode::Serving() {
 
 void ClusterNode::Stop() {
   Impl& s = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.stopped) return;
+  }
+  s.ControlledShutdown();
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.stopped) return;

@@ -120,11 +120,6 @@ std::vector<NodeId> OfflineReplicas(const MetadataImage& img, const PartitionIma
   return out;
 }
 
-int32_t OffsetsTopicReplicationFactor(int32_t configured, size_t voters) {
-  if (configured > 0) return configured;
-  return static_cast<int32_t>(std::min<size_t>(3, std::max<size_t>(1, voters)));
-}
-
 void Controller::Heard(NodeId broker, Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
   last_heard_[broker.value()] = now;

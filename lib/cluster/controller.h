@@ -81,10 +81,6 @@ std::vector<PartitionChangeRecord> PreferredLeaderChanges(
 // The replicas of `p` that are not registered, or fenced (Metadata's offline_replicas).
 std::vector<NodeId> OfflineReplicas(const MetadataImage& img, const PartitionImage& p);
 
-// offsets.topic.replication.factor as configured, where -1 (silt's default) is
-// min(3, voters).
-int32_t OffsetsTopicReplicationFactor(int32_t configured, size_t voters);
-
 // What the controller proposes at one moment: the records (one command) and a line for each
 // change, for the log; `unclean` lines are to be logged as errors.
 struct ControllerDecision {

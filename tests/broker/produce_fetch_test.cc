@@ -363,6 +363,26 @@ TEST_CASE("Metadata v10+ carries the topic id of partition.metadata and finds to
   CHECK(resp.topics[0].name.empty());
 }
 
+TEST_CASE("CreateTopics with replication factor -1 takes default.replication.factor") {
+  BrokerConfig config;
+  config.default_replication_factor = 2;
+  TestBroker b(config);
+  Client c(b.port);
+  protocol::CreateTopicsRequest ct;
+  protocol::CreateTopicsRequest::Topic t;
+  t.name = "defaults";
+  t.num_partitions = 1;
+  t.replication_factor = -1;
+  ct.topics.push_back(t);
+  protocol::CreateTopicsResponse cr;
+  c.Call(ct, 4, &cr);
+  REQUIRE(cr.topics.size() == 1);
+  // Two replicas on a single broker: refused as Kafka refuses it.
+  CHECK(cr.topics[0].error_code == 38);  // INVALID_REPLICATION_FACTOR
+  REQUIRE(cr.topics[0].error_message.has_value());
+  CHECK(cr.topics[0].error_message->find("default.replication.factor") != std::string::npos);
+}
+
 TEST_CASE("admin APIs create, grow, trim, describe and delete topics with Kafka's errors") {
   TestBroker b;
   Client c(b.port);

@@ -334,13 +334,6 @@ TEST_CASE("offline replicas are the replicas on fenced or unregistered brokers")
   CHECK(OfflineReplicas(img, P(img, 0)) == N({3, 4}));
 }
 
-TEST_CASE("offsets.topic.replication.factor defaults to min(3, voters)") {
-  CHECK(OffsetsTopicReplicationFactor(-1, 1) == 1);
-  CHECK(OffsetsTopicReplicationFactor(-1, 2) == 2);
-  CHECK(OffsetsTopicReplicationFactor(-1, 5) == 3);
-  CHECK(OffsetsTopicReplicationFactor(2, 5) == 2);
-}
-
 TEST_CASE("placement of replication factor 3 over 3 and 4 brokers spreads leaders and replicas") {
   for (int brokers : {3, 4}) {
     CAPTURE(brokers);
