@@ -28,7 +28,8 @@ class ClusterMode {
   // The listener is bound and the advertised address known: the node announces itself.
   virtual void Serving() = 0;
   // Stops the cluster's threads; later metadata changes fail, reads keep answering from the last
-  // image. Idempotent; never blocks for long.
+  // image. Idempotent; blocks at most for the node's controlled shutdown (handing its
+  // leaderships over, bounded by controlled.shutdown.timeout.ms) and then briefly.
   virtual void Stop() = 0;
 };
 

@@ -432,6 +432,11 @@ void ClusterNode::Impl::ControlledShutdown() {
     const auto next = std::min(deadline, Clock::now() + std::chrono::milliseconds(500));
     while (Clock::now() < next) {
       if (leading() == 0) {
+        // The controller's own changes reach the other nodes with its next Raft heartbeats
+        // (they learn the commit index from them): give them those before going.
+        if (quorum->leader() == options.node_id) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(3 * options.heartbeat_timeout_ms));
+        }
         LogInfo("controlled shutdown: this node leads no partition now (after " +
                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    Clock::now() - start)

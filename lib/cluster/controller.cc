@@ -179,6 +179,13 @@ ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, N
     }
     last_heard_[self.value()] = now;
     for (const auto& [id, b] : img.brokers()) {
+      // A broker that registered again (a restart) was just heard from: its registration
+      // came through this controller, whose last heartbeat time is of the old process.
+      auto [inc, fresh] = incarnations_.try_emplace(id, b.incarnation_id);
+      if (!fresh && inc->second != b.incarnation_id) {
+        inc->second = b.incarnation_id;
+        if (!b.fenced) last_heard_[id] = now;
+      }
       auto it = last_heard_.find(id);
       if (it == last_heard_.end()) {
         // Not heard from in this term: an unfenced broker gets a full session from now; a

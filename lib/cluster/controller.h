@@ -98,7 +98,7 @@ class Controller {
 
   explicit Controller(ControllerConfig config) : config_(config) {}
 
-  // A heartbeat from `broker`.
+  // A heartbeat from `broker`. A registration of a new incarnation in the image counts as one.
   void Heard(NodeId broker, Clock::time_point now);
   // `broker` (of this incarnation) asks to shut down: it is to lead nothing and leave the ISRs
   // where it is not the last member. Forgotten when the broker registers again (another
@@ -122,6 +122,7 @@ class Controller {
   mutable std::mutex mu_;
   std::map<int32_t, Clock::time_point> last_heard_;
   std::map<int32_t, Uuid> shutting_down_;  // broker -> the incarnation that asked
+  std::map<int32_t, Uuid> incarnations_;   // broker -> the incarnation last seen in the image
   uint64_t term_ = 0;
   Clock::time_point next_imbalance_check_{};
 };

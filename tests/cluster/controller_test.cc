@@ -238,6 +238,30 @@ TEST_CASE("a new controller gives every unfenced broker a full session from its 
   CHECK(P(img, 0).leader == NodeId(3));
 }
 
+TEST_CASE("a broker that registers again after a restart is not fenced for its old silence") {
+  MetadataImage img = Cluster(3, {{N({2, 3}), N({2, 3}), 2}});
+  Controller c(Config());
+  auto t0 = Clock::now();
+  Beat(c, {2, 3}, t0);
+  img = Step(c, img, t0);
+  // Broker 2 goes quiet and is fenced; it restarts and registers (unfenced by its own
+  // registration) before its first heartbeat reaches the controller.
+  Beat(c, {3}, t0 + 3s);
+  img = Step(c, img, t0 + 3500ms);
+  REQUIRE(img.brokers().at(2).fenced);
+  img = Apply(img, {RegisterBrokerRecord{NodeId(2), RandomUuid(), "h", 9092},
+                    UnfenceBrokerRecord{NodeId(2)}});
+  Beat(c, {3}, t0 + 4s);
+  ControllerDecision d = c.Decide(img, 1, NodeId(1), t0 + 4s);
+  for (const MetadataRecord& r : d.records) {
+    CHECK_FALSE(std::holds_alternative<FenceBrokerRecord>(r));
+  }
+  // ...and is fenced again only a whole session later.
+  Beat(c, {3}, t0 + 7500ms);
+  img = Step(c, Apply(img, d.records), t0 + 7500ms);
+  CHECK(img.brokers().at(2).fenced);
+}
+
 TEST_CASE("leadership goes back to the preferred replica once it is in the ISR again") {
   // Partitions preferring 1, 2, 3; broker 1 lost t-0 to 2 and is back in the ISR.
   MetadataImage img = Cluster(3, {{N({1, 2, 3}), N({1, 2, 3}), 2},

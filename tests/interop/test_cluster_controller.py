@@ -5,7 +5,7 @@ moves each of its leaderships to another in-sync replica, and takes it out of th
 process still runs (Metadata from another node shows it before the process exits); once it is
 fenced its replicas are listed as offline_replicas. Preferred leaders: when the node comes back
 and rejoins the ISRs, leadership goes back to it (leader.imbalance.check.interval.seconds is 1
-here)."""
+here). The controller's own shutdown moves its leaderships the same way."""
 import json
 import os
 import re
@@ -292,6 +292,34 @@ try:
             preferred[p] for n in NODES.values() for p in mine), seconds=20)
         print("ok: node %d rejoined the ISRs and leads its preferred partitions again"
               % victim.id)
+
+    # The controller's own controlled shutdown: it moves its leaderships itself, then goes.
+    md = wait_for("a controller", lambda: (lambda v: v if v and v["controller"] > 0 else None)(
+        metadata(others[0])))
+    boss = NODES[md["controller"]]
+    rest = [n for n in NODES.values() if n is not boss]
+    held = [p for p, q in md["partitions"].items() if q["leader"] == boss.id]
+    boss.proc.send_signal(signal.SIGTERM)
+    t0 = time.time()
+    seen = None
+    while time.time() < t0 + 15:
+        alive = boss.proc.poll() is None
+        views = [metadata(n) for n in rest]
+        if any(v is not None and all(v["partitions"][p]["leader"] not in (boss.id, -1)
+                                     for p in held) for v in views):
+            seen = alive
+            break
+        if not alive:
+            break
+        time.sleep(0.02)
+    if not seen:
+        fail("the controller (node %d) did not move its leaderships %s before it exited"
+             % (boss.id, held))
+    if boss.proc.wait(timeout=20) != 0:
+        fail("node %d exited with an error after SIGTERM" % boss.id)
+    boss.proc = None
+    print("ok: the controller (node %d) moved its leaderships %s before it exited"
+          % (boss.id, held))
 finally:
     pass
 
