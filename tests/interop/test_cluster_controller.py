@@ -3,7 +3,8 @@
 Controlled shutdown: SIGTERM to a node that leads partitions of a replication-factor-3 topic
 moves each of its leaderships to another in-sync replica, and takes it out of the ISRs, while the
 process still runs (Metadata from another node shows it before the process exits); once it is
-fenced its replicas are listed as offline_replicas. Preferred leaders: when the node comes back
+fenced its replicas are listed as offline_replicas, and a partition whose only in-sync replica
+it was has no leader (LEADER_NOT_AVAILABLE) until it is back. Preferred leaders: when the node comes back
 and rejoins the ISRs, leadership goes back to it (leader.imbalance.check.interval.seconds is 1
 here). The controller's own shutdown moves its leaderships the same way."""
 import json
@@ -201,6 +202,8 @@ try:
 
     subprocess.run([SILT, "topic", "-b", NODES[1].address, "create", TOPIC, "--partitions", "6",
                     "--replication-factor", "3"], check=True, capture_output=True, timeout=60)
+    subprocess.run([SILT, "topic", "-b", NODES[2].address, "create", "solo", "--partitions", "3",
+                    "--replication-factor", "1"], check=True, capture_output=True, timeout=60)
 
     def placed():
         views = [metadata(n) for n in NODES.values()]
@@ -225,6 +228,9 @@ try:
     victim = next(n for i, n in NODES.items() if i != md["controller"])
     others = [n for n in NODES.values() if n is not victim]
     mine = led[victim.id]
+    solo = wait_for("solo's placement", lambda: (lambda v: v if v and len(v["partitions"]) == 3
+                                                  else None)(metadata(others[0], "solo")))
+    alone = next(p for p, q in solo["partitions"].items() if q["leader"] == victim.id)
     t0 = time.time()
     victim.proc.send_signal(signal.SIGTERM)
     seen = None
@@ -273,9 +279,22 @@ try:
     print("ok: node %d fenced, listed in offline_replicas; %s still takes records"
           % (victim.id, TOPIC))
 
+    # A partition whose only in-sync replica went away has no leader (LEADER_NOT_AVAILABLE, 5)
+    # and keeps its ISR: nobody else may lead it.
+    q = metadata(others[0], "solo")["partitions"][alone]
+    if q["leader"] != -1 or q["error"] != 5 or q["isr"] != [victim.id] or \
+            q["offline"] != [victim.id]:
+        fail("solo-%d after node %d's shutdown: %s" % (alone, victim.id, q))
+    print("ok: solo-%d, whose only in-sync replica was node %d, has no leader "
+          "(LEADER_NOT_AVAILABLE) and keeps its ISR" % (alone, victim.id))
+
     # Preferred leaders come back: the restarted node leads its partitions again once it is in
     # their ISRs (followers rejoin the ISR when they have caught up).
     victim.start()
+    wait_for("node %d to lead solo-%d again once it is back" % (victim.id, alone), lambda: all(
+        (metadata(n, "solo") or {"partitions": {}})["partitions"].get(alone, {}).get("leader") ==
+        victim.id for n in NODES.values() if n.proc))
+    print("ok: node %d, back, leads solo-%d again" % (victim.id, alone))
 
     def rejoined():
         v = metadata(others[0])
