@@ -207,10 +207,7 @@ ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, N
         ++it;
       }
     }
-    if (config_.auto_leader_rebalance && now >= next_imbalance_check_) {
-      check_imbalance = true;
-      next_imbalance_check_ = now + config_.imbalance_check_interval;
-    }
+    check_imbalance = config_.auto_leader_rebalance && now >= next_imbalance_check_;
   }
   // A broker shutting down is not unfenced again when it goes quiet and comes back.
   for (int32_t id : leaving) back.erase(id);
@@ -231,13 +228,15 @@ ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, N
   };
   const size_t elections = out.records.size();
   ElectAll(img, can_lead, &out);
-  // Preferred leaders only when nothing else moves, so that the image they are decided on is
-  // the one they apply to.
+  // Preferred leaders only when nothing else moves (else at the next decision), so that the
+  // image they are decided on is the one they apply to.
   if (check_imbalance && out.records.size() == elections) {
     for (auto& r : PreferredLeaderChanges(img, can_lead, config_.imbalance_per_broker_percentage,
                                           &out.notes)) {
       out.records.push_back(std::move(r));
     }
+    std::lock_guard<std::mutex> lock(mu_);
+    next_imbalance_check_ = now + config_.imbalance_check_interval;
   }
   return out;
 }

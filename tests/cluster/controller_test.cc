@@ -303,6 +303,22 @@ TEST_CASE("leadership goes back to the preferred replica once it is in the ISR a
   }
 }
 
+TEST_CASE("a preferred-leader check that falls on other changes is made at the next decision") {
+  MetadataImage img = Cluster(3, {{N({1, 2}), N({1, 2}), 2}, {N({3}), N({3}), 3}});
+  Controller c(Config());
+  auto t0 = Clock::now();
+  Beat(c, {2, 3}, t0);
+  CHECK(c.Decide(img, 1, NodeId(1), t0).empty());
+  Beat(c, {2}, t0 + 30s);  // 3 silent since t0: fenced at the check
+  ControllerDecision d;
+  img = Step(c, img, t0 + 30s, &d);
+  CHECK(img.brokers().at(3).fenced);
+  CHECK(P(img, 0).leader == NodeId(2));
+  Beat(c, {2}, t0 + 30100ms);
+  img = Step(c, img, t0 + 30100ms);
+  CHECK(P(img, 0).leader == NodeId(1));
+}
+
 TEST_CASE("preferred leaders move only past leader.imbalance.per.broker.percentage") {
   // Broker 1 prefers 10 partitions and leads 9 of them: 10% imbalance, not above 10%.
   std::vector<Part> parts;
