@@ -415,7 +415,8 @@ void ClusterNode::Impl::ControlledShutdown() {
   LogInfo("controlled shutdown: asking the controller to move the leadership of " +
           std::to_string(led_now) + " partition(s) away");
   const auto start = Clock::now();
-  const auto deadline = start + std::chrono::milliseconds(options.config.controlled_shutdown_timeout_ms);
+  const auto deadline =
+      start + std::chrono::milliseconds(options.config.controlled_shutdown_timeout_ms);
   std::string command(16, '\0');
   std::copy(incarnation.bytes().begin(), incarnation.bytes().end(), command.begin());
   while (Clock::now() < deadline) {
@@ -424,8 +425,9 @@ void ClusterNode::Impl::ControlledShutdown() {
       controller->WantShutDown(options.node_id, incarnation);
     } else if (leader) {
       if (std::optional<Voter> to = FindVoter(options.voters, *leader)) {
-        auto r = ForwardPropose(*to, options.node_id,
-                                ForwardRequest{RandomUuid(), command, ForwardKind::kShutdown}, 1000);
+        auto r = ForwardPropose(
+            *to, options.node_id, ForwardRequest{RandomUuid(), command, ForwardKind::kShutdown},
+            1000);
         if (!r.ok()) broker::LogDebug("controlled shutdown: " + r.status().ToString());
       }
     }

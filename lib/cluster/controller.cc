@@ -103,8 +103,8 @@ std::vector<PartitionChangeRecord> PreferredLeaderChanges(
           PartitionChangeRecord{PartitionId(p), t->id, std::nullopt, NodeId(broker), std::nullopt});
       if (notes) {
         notes->push_back(PartitionName(*t, p) + " back to its preferred leader " +
-                         std::to_string(broker) + " (from " +
-                         std::to_string(part.leader.value()) + ")");
+                         std::to_string(broker) + " (from " + std::to_string(part.leader.value()) +
+                         ")");
       }
     }
   }
@@ -154,11 +154,10 @@ void Controller::ElectAll(const MetadataImage& img, const std::function<bool(Nod
       }
       if (isr_changed) note += " isr " + Nodes(part.isr) + " -> " + Nodes(e.isr);
       if (e.unclean) {
-        out->unclean.push_back(
-            "UNCLEAN leader election of " + PartitionName(t, p) + ": node " +
-            std::to_string(e.leader.value()) + " was not in the ISR " + Nodes(part.isr) +
-            " and leads now (" + kUncleanLeaderElectionKey +
-            "); records only the old ISR held are lost");
+        out->unclean.push_back("UNCLEAN leader election of " + PartitionName(t, p) + ": node " +
+                               std::to_string(e.leader.value()) + " was not in the ISR " +
+                               Nodes(part.isr) + " and leads now (" + kUncleanLeaderElectionKey +
+                               "); records only the old ISR held are lost");
       } else {
         out->notes.push_back(std::move(note));
       }

@@ -51,8 +51,9 @@ struct ControllerConfig {
   std::chrono::milliseconds session_timeout{3000};  // broker.session.timeout.ms
   bool unclean_leader_election = false;             // unclean.leader.election.enable
   bool auto_leader_rebalance = true;                // auto.leader.rebalance.enable
-  std::chrono::milliseconds imbalance_check_interval{30000};  // leader.imbalance.check.interval.seconds
-  int imbalance_per_broker_percentage = 10;         // leader.imbalance.per.broker.percentage
+  // leader.imbalance.check.interval.seconds
+  std::chrono::milliseconds imbalance_check_interval{30000};
+  int imbalance_per_broker_percentage = 10;  // leader.imbalance.per.broker.percentage
 };
 
 // What one partition becomes when the brokers for which `can_lead` is false go away.
