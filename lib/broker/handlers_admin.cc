@@ -299,6 +299,13 @@ std::map<std::string, std::string> BrokerConfigs(BrokerContext& ctx) {
   m["max.connections"] = std::to_string(c.max_connections);
   m["default.replication.factor"] = std::to_string(c.default_replication_factor);
   m["offsets.topic.replication.factor"] = std::to_string(OffsetsTopicReplicationFactor(c));
+  m["unclean.leader.election.enable"] = c.unclean_leader_election_enable ? "true" : "false";
+  m["auto.leader.rebalance.enable"] = c.auto_leader_rebalance_enable ? "true" : "false";
+  m["leader.imbalance.check.interval.seconds"] =
+      std::to_string(c.leader_imbalance_check_interval_ms / 1000);
+  m["leader.imbalance.per.broker.percentage"] =
+      std::to_string(c.leader_imbalance_per_broker_percentage);
+  m["controlled.shutdown.enable"] = c.controlled_shutdown_enable ? "true" : "false";
   m["log.segment.bytes"] = std::to_string(d.segment_bytes);
   m["log.roll.ms"] = std::to_string(d.segment_ms);
   m["log.retention.ms"] = std::to_string(d.retention_ms);

@@ -381,6 +381,19 @@ TEST_CASE("CreateTopics with replication factor -1 takes default.replication.fac
   CHECK(cr.topics[0].error_code == 38);  // INVALID_REPLICATION_FACTOR
   REQUIRE(cr.topics[0].error_message.has_value());
   CHECK(cr.topics[0].error_message->find("default.replication.factor") != std::string::npos);
+
+  // DescribeConfigs shows the replication factors in use.
+  protocol::DescribeConfigsRequest dc;
+  dc.resources.push_back(
+      {4, "0",
+       std::vector<std::string>{"default.replication.factor", "offsets.topic.replication.factor"}});
+  protocol::DescribeConfigsResponse dr;
+  c.Call(dc, 3, &dr);
+  REQUIRE(dr.results.size() == 1);
+  std::map<std::string, std::string> got;
+  for (const auto& cfg : dr.results[0].configs) got[cfg.name] = cfg.value.value_or("");
+  CHECK(got["default.replication.factor"] == "2");
+  CHECK(got["offsets.topic.replication.factor"] == "1");  // one node: min(3, 1)
 }
 
 TEST_CASE("admin APIs create, grow, trim, describe and delete topics with Kafka's errors") {
