@@ -225,11 +225,12 @@ ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, N
     auto it = img.brokers().find(n.value());
     return it != img.brokers().end() && (!it->second.fenced || back.count(n.value()));
   };
-  const size_t elections = out.records.size();
+  const size_t broker_changes = out.records.size();
   ElectAll(img, can_lead, &out);
-  // Preferred leaders only when nothing else moves (else at the next decision), so that the
-  // image they are decided on is the one they apply to.
-  if (check_imbalance && out.records.size() == elections) {
+  // Preferred leaders only when no partition changes otherwise (else at the next decision), so
+  // that the partitions they are decided on are the ones they apply to; fencing in the same
+  // command is fine, as can_lead already counts it.
+  if (check_imbalance && out.records.size() == broker_changes) {
     for (auto& r : PreferredLeaderChanges(img, can_lead, config_.imbalance_per_broker_percentage,
                                           &out.notes)) {
       out.records.push_back(std::move(r));
