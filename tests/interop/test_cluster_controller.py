@@ -6,7 +6,9 @@ process still runs (Metadata from another node shows it before the process exits
 fenced its replicas are listed as offline_replicas, and a partition whose only in-sync replica
 it was has no leader (LEADER_NOT_AVAILABLE) until it is back. Preferred leaders: when the node comes back
 and rejoins the ISRs, leadership goes back to it (leader.imbalance.check.interval.seconds is 1
-here). The controller's own shutdown moves its leaderships the same way."""
+here). The controller's own shutdown moves its leaderships the same way. With
+unclean.leader.election.enable a partition whose in-sync replicas are all gone is led by a live
+replica; without it, it waits."""
 import json
 import os
 import re
@@ -204,6 +206,11 @@ try:
                     "--replication-factor", "3"], check=True, capture_output=True, timeout=60)
     subprocess.run([SILT, "topic", "-b", NODES[2].address, "create", "solo", "--partitions", "3",
                     "--replication-factor", "1"], check=True, capture_output=True, timeout=60)
+    for name, extra in (("dirty", ["--config", "unclean.leader.election.enable=true"]),
+                        ("clean", [])):
+        subprocess.run([SILT, "topic", "-b", NODES[3].address, "create", name, "--partitions",
+                        "3", "--replication-factor", "2"] + extra, check=True,
+                       capture_output=True, timeout=60)
 
     def placed():
         views = [metadata(n) for n in NODES.values()]
@@ -339,6 +346,41 @@ try:
     boss.proc = None
     print("ok: the controller (node %d) moved its leaderships %s before it exited"
           % (boss.id, held))
+
+    # Unclean election. The partitions of "dirty" and "clean" (replication factor 2) on the
+    # restarted node V and the third node O have O alone in their ISR (V left it when it shut
+    # down). kill -9 of O: "clean"'s has no leader and keeps its ISR; "dirty"'s, which allows
+    # an unclean election, is led by V with an ISR of V alone, and the controller says so loudly.
+    boss.start()
+    wait_for("node %d to register again" % boss.id,
+             lambda: (metadata(victim) or {}).get("brokers") == {1, 2, 3})
+    third = next(n for n in NODES.values() if n is not victim and n is not boss)
+
+    def pair(topic):
+        v = metadata(victim, topic)
+        return next(p for p, q in v["partitions"].items()
+                    if sorted(q["replicas"]) == sorted([victim.id, third.id]))
+    dirty, clean = pair("dirty"), pair("clean")
+    for topic, p in (("dirty", dirty), ("clean", clean)):
+        q = metadata(victim, topic)["partitions"][p]
+        if q["isr"] != [third.id] or q["leader"] != third.id:
+            fail("%s-%d before node %d's kill: %s" % (topic, p, third.id, q))
+    third.proc.send_signal(signal.SIGKILL)
+    third.proc.wait()
+    third.proc = None
+
+    def unclean_done():
+        d = (metadata(victim, "dirty") or {"partitions": {}})["partitions"].get(dirty)
+        c = (metadata(victim, "clean") or {"partitions": {}})["partitions"].get(clean)
+        return d and c and d["leader"] == victim.id and c["leader"] == -1 and (d, c)
+    d, c = wait_for("the elections after node %d's kill" % third.id, unclean_done, seconds=30)
+    if d["isr"] != [victim.id] or c["isr"] != [third.id] or c["error"] != 5:
+        fail("after node %d's kill: dirty-%d %s, clean-%d %s" % (third.id, dirty, d, clean, c))
+    if not any("UNCLEAN leader election of dirty-%d" % dirty in n.log() for n in NODES.values()):
+        fail("no node logged the unclean election of dirty-%d" % dirty)
+    print("ok: kill -9 of node %d: dirty-%d elected node %d uncleanly (ISR [%d]); clean-%d has "
+          "no leader and keeps ISR [%d]" % (third.id, dirty, victim.id, victim.id, clean,
+                                            third.id))
 finally:
     pass
 
