@@ -44,7 +44,8 @@ class ClusterMode {
   // `services` stay valid until Stop() returns.
   virtual void Serving(const BrokerServices& services) = 0;
   // Stops the cluster's threads; later metadata changes fail, reads keep answering from the last
-  // image. Idempotent; never blocks for long.
+  // image. Idempotent; blocks at most for the node's controlled shutdown (handing its
+  // leaderships over, bounded by controlled.shutdown.timeout.ms) and then briefly.
   virtual void Stop() = 0;
 };
 

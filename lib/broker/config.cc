@@ -1,6 +1,7 @@
 // server.properties parsing.
 #include "broker/config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -63,12 +64,12 @@ const Synonym kSynonyms[] = {
 // Keys of a stock Kafka server.properties that have no meaning for a single silt node.
 const char* kIgnored[] = {
     "num.network.threads", "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
-    "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
+    "socket.receive.buffer.bytes",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
     "zookeeper.connect", "zookeeper.connection.timeout.ms",
     "process.roles", "controller.quorum.voters",
     "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map",
-    "default.replication.factor", "num.replica.fetchers",
+    "num.replica.fetchers",
     "controller.quorum.bootstrap.servers",
 };
 
@@ -155,6 +156,32 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   }
   if (key == "replica.fetch.backoff.ms") {
     return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->replica_fetch_backoff_ms);
+  if (key == "default.replication.factor") {
+    return ParseInt<int32_t>(key, value, 1, 32767, &c->default_replication_factor);
+  }
+  if (key == "offsets.topic.replication.factor") {
+    return ParseInt<int32_t>(key, value, -1, 32767, &c->offsets_topic_replication_factor);
+  }
+  if (key == "unclean.leader.election.enable") {
+    return ParseBool(key, value, &c->unclean_leader_election_enable);
+  }
+  if (key == "auto.leader.rebalance.enable") {
+    return ParseBool(key, value, &c->auto_leader_rebalance_enable);
+  }
+  if (key == "leader.imbalance.check.interval.seconds") {
+    int64_t seconds = 0;
+    SILT_TRY(ParseInt<int64_t>(key, value, 1, INT64_MAX / 1000, &seconds));
+    c->leader_imbalance_check_interval_ms = seconds * 1000;
+    return Status::OK();
+  }
+  if (key == "leader.imbalance.per.broker.percentage") {
+    return ParseInt<int32_t>(key, value, 0, 100, &c->leader_imbalance_per_broker_percentage);
+  }
+  if (key == "controlled.shutdown.enable") {
+    return ParseBool(key, value, &c->controlled_shutdown_enable);
+  }
+  if (key == "controlled.shutdown.timeout.ms") {
+    return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->controlled_shutdown_timeout_ms);
   }
   if (key == "cluster.id") {
     c->cluster_id = value;
@@ -223,6 +250,16 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   return Status::NotFound("unknown broker config '" + key + "'");
 }
 
+int32_t OffsetsTopicReplicationFactor(const BrokerConfig& c) {
+  if (c.offsets_topic_replication_factor > 0) return c.offsets_topic_replication_factor;
+  int32_t voters = 0;
+  if (!Trim(c.quorum_voters).empty()) {
+    voters = 1;
+    for (char ch : c.quorum_voters) voters += ch == ',' ? 1 : 0;
+  }
+  return std::min<int32_t>(3, std::max<int32_t>(1, voters));
+}
+
 std::vector<std::string> KnownServerProperties() {
   // The keys ApplyServerProperty handles itself, in its order; then the synonyms and the
   // ignored keys of stock Kafka files.
@@ -233,7 +270,14 @@ std::vector<std::string> KnownServerProperties() {
       "num.io.threads", "offsets.topic.num.partitions", "offsets.retention.minutes",
       "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
       "group.min.session.timeout.ms", "group.max.session.timeout.ms", "log.cleaner.enable",
-      "log.cleaner.backoff.ms", "group.initial.rebalance.delay.ms", "metrics.listen"};
+      "log.cleaner.backoff.ms", "group.initial.rebalance.delay.ms", "metrics.listen",
+      "broker.heartbeat.interval.ms", "broker.session.timeout.ms",
+      "replica.lag.time.max.ms", "replica.fetch.max.bytes", "replica.fetch.wait.max.ms",
+      "replica.fetch.backoff.ms",
+      "default.replication.factor", "offsets.topic.replication.factor",
+      "unclean.leader.election.enable", "auto.leader.rebalance.enable",
+      "leader.imbalance.check.interval.seconds", "leader.imbalance.per.broker.percentage",
+      "controlled.shutdown.enable", "controlled.shutdown.timeout.ms"};
   for (const Synonym& s : kSynonyms) keys.push_back(s.broker_key);
   for (const char* k : kIgnored) keys.push_back(k);
   return keys;

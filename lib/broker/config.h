@@ -11,7 +11,10 @@
 // group.max.session.timeout.ms, group.initial.rebalance.delay.ms; for cluster mode
 // controller.quorum.voters, broker.heartbeat.interval.ms, broker.session.timeout.ms,
 // replica.lag.time.max.ms, replica.fetch.max.bytes, replica.fetch.wait.max.ms,
-// replica.fetch.backoff.ms.
+// replica.fetch.backoff.ms,
+// offsets.topic.replication.factor, unclean.leader.election.enable, auto.leader.rebalance.enable,
+// leader.imbalance.check.interval.seconds, leader.imbalance.per.broker.percentage,
+// controlled.shutdown.enable, controlled.shutdown.timeout.ms (silt's).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +52,21 @@ struct BrokerConfig {
   int32_t replica_fetch_max_bytes = 1048576;    // replica.fetch.max.bytes
   int32_t replica_fetch_wait_max_ms = 500;      // replica.fetch.wait.max.ms
   int32_t replica_fetch_backoff_ms = 500;       // replica.fetch.backoff.ms
+  // Replicas per partition when CreateTopics asks for -1, and of auto-created topics.
+  int32_t default_replication_factor = 1;       // default.replication.factor
+  // Replicas of __consumer_offsets' partitions; -1: min(3, number of voters).
+  int32_t offsets_topic_replication_factor = -1;  // offsets.topic.replication.factor
+  // The controller's elections (cluster/controller.h): the default of the topic config of the
+  // same name, whether leadership goes back to preferred replicas and how often that is checked,
+  // and how much imbalance per broker is let be.
+  bool unclean_leader_election_enable = false;        // unclean.leader.election.enable
+  bool auto_leader_rebalance_enable = true;           // auto.leader.rebalance.enable
+  int64_t leader_imbalance_check_interval_ms = 30000;  // leader.imbalance.check.interval.seconds
+  int32_t leader_imbalance_per_broker_percentage = 10;  // leader.imbalance.per.broker.percentage
+  // On SIGTERM a cluster node first asks the controller to move its leaderships away and waits
+  // at most this long for it.
+  bool controlled_shutdown_enable = true;       // controlled.shutdown.enable
+  int32_t controlled_shutdown_timeout_ms = 5000;  // controlled.shutdown.timeout.ms (silt's)
   std::string data_dir = "./silt-data";
   int32_t num_partitions = 1;
   bool auto_create_topics = true;
@@ -88,6 +106,10 @@ std::vector<std::string> KnownServerProperties();
 // each entry in order. Unknown keys are collected in ignored_keys rather than refused, so a stock
 // Kafka server.properties loads.
 Status LoadServerProperties(const std::string& path, BrokerConfig* config);
+
+// offsets.topic.replication.factor as configured, where -1 (silt's default) is min(3, the
+// number of voters in controller.quorum.voters), 1 without voters.
+int32_t OffsetsTopicReplicationFactor(const BrokerConfig& config);
 
 // Parses "HOST:PORT", "[v6]:PORT" or a listener "PLAINTEXT://HOST:PORT" (the first of a
 // comma-separated list). An empty host means all interfaces (0.0.0.0).

@@ -53,6 +53,9 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
     };
     std::string why;
     int32_t partitions = t.num_partitions == -1 ? ctx.config.num_partitions : t.num_partitions;
+    // -1: the broker's default.replication.factor, as in Kafka.
+    const int32_t factor =
+        t.replication_factor == -1 ? ctx.config.default_replication_factor : t.replication_factor;
     std::map<std::string, std::string> configs;
     for (const auto& c : t.configs) {
       if (c.value) configs[c.name] = *c.value;  // null: the default
@@ -85,9 +88,10 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
     } else if (t.replication_factor == 0 || t.replication_factor < -1) {
       fail(ErrorCode::INVALID_REPLICATION_FACTOR, "replication factor must be at least 1");
     } else if (size_t brokers = std::max<size_t>(1, ctx.metadata.Brokers().size());
-               t.replication_factor > static_cast<int32_t>(brokers)) {
+               factor > static_cast<int32_t>(brokers)) {
       fail(ErrorCode::INVALID_REPLICATION_FACTOR,
-           "replication factor " + std::to_string(t.replication_factor) +
+           "replication factor " + std::to_string(factor) +
+               (t.replication_factor == -1 ? " (default.replication.factor)" : "") +
                " is larger than the number of brokers (" + std::to_string(brokers) + ")");
     }
     if (tr.error_code == 0 && !ValidConfigs(configs, &why)) {
@@ -99,7 +103,7 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
         fail(ErrorCode::TOPIC_ALREADY_EXISTS, "topic '" + t.name + "' already exists");
       } else if (!request.validate_only) {
         auto created = ctx.metadata.CreateTopicWithReplicas(
-            t.name, partitions, std::max<int32_t>(1, t.replication_factor), configs);
+            t.name, partitions, std::max<int32_t>(1, factor), configs);
         if (created.ok()) {
           LogInfo("created topic " + t.name + " with " + std::to_string(created->partition_count) +
                   " partition(s)");
@@ -293,7 +297,15 @@ std::map<std::string, std::string> BrokerConfigs(BrokerContext& ctx) {
   m["message.max.bytes"] = std::to_string(c.message_max_bytes);
   m["socket.request.max.bytes"] = std::to_string(c.socket_request_max_bytes);
   m["max.connections"] = std::to_string(c.max_connections);
-  m["default.replication.factor"] = "1";
+  m["default.replication.factor"] = std::to_string(c.default_replication_factor);
+  m["offsets.topic.replication.factor"] = std::to_string(OffsetsTopicReplicationFactor(c));
+  m["unclean.leader.election.enable"] = c.unclean_leader_election_enable ? "true" : "false";
+  m["auto.leader.rebalance.enable"] = c.auto_leader_rebalance_enable ? "true" : "false";
+  m["leader.imbalance.check.interval.seconds"] =
+      std::to_string(c.leader_imbalance_check_interval_ms / 1000);
+  m["leader.imbalance.per.broker.percentage"] =
+      std::to_string(c.leader_imbalance_per_broker_percentage);
+  m["controlled.shutdown.enable"] = c.controlled_shutdown_enable ? "true" : "false";
   m["log.segment.bytes"] = std::to_string(d.segment_bytes);
   m["log.roll.ms"] = std::to_string(d.segment_ms);
   m["log.retention.ms"] = std::to_string(d.retention_ms);

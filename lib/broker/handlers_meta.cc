@@ -52,6 +52,7 @@ protocol::MetadataResponse::Topic DescribeTopic(const TopicMetadata& t) {
     part.leader_epoch = a.leader_epoch.value();
     for (NodeId n : a.replicas) part.replica_nodes.push_back(n.value());
     for (NodeId n : a.isr) part.isr_nodes.push_back(n.value());
+    for (NodeId n : a.offline_replicas) part.offline_replicas.push_back(n.value());
     out.partitions.push_back(std::move(part));
   }
   return out;

@@ -29,6 +29,7 @@ struct PartitionAssignment {
   LeaderEpoch leader_epoch{0};
   std::vector<NodeId> replicas;
   std::vector<NodeId> isr;
+  std::vector<NodeId> offline_replicas;  // replicas on brokers that are down (cluster mode)
 };
 
 // A broker clients may connect to, at its advertised address.

@@ -20,6 +20,7 @@
 #include "base/topic_name.h"
 #include "broker/local_metadata_store.h"
 #include "broker/logging.h"
+#include "cluster/controller.h"
 #include "cluster/controller_channel.h"
 #include "cluster/metadata_image.h"
 #include "cluster/node_directory.h"
@@ -44,8 +45,9 @@ broker::TopicMetadata Describe(const MetadataImage& img, const TopicImage& t) {
   out.partition_count = static_cast<int32_t>(t.partitions.size());
   out.configs = img.configs(ConfigResource::kTopic, t.name);
   for (const auto& [p, part] : t.partitions) {
-    out.partitions.push_back(broker::PartitionAssignment{
-        PartitionId(p), part.leader, part.leader_epoch, part.replicas, part.isr});
+    out.partitions.push_back(broker::PartitionAssignment{PartitionId(p), part.leader,
+                                                         part.leader_epoch, part.replicas,
+                                                         part.isr, OfflineReplicas(img, part)});
   }
   return out;
 }
@@ -72,9 +74,7 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
   Result<broker::TopicMetadata> GetTopic(const std::string& name) override;
   Result<broker::TopicMetadata> CreateTopic(
       const std::string& name, int32_t partitions,
-      const std::map<std::string, std::string>& configs) override {
-    return CreateTopicWithReplicas(name, partitions, 1, configs);
-  }
+      const std::map<std::string, std::string>& configs) override;
   Result<broker::TopicMetadata> CreateTopicWithReplicas(
       const std::string& name, int32_t partitions, int32_t replication_factor,
       const std::map<std::string, std::string>& configs) override;
@@ -135,11 +135,9 @@ struct ClusterNode::Impl {
   std::set<int> peer_fds;
   std::thread member;
   std::atomic<bool> fatal_sent{false};
-  // The controller's side of liveness: when each broker was last heard from (under mu), and
-  // the term in which these times were started (a new controller gives everyone a full
-  // session from its election).
-  std::map<int32_t, Clock::time_point> last_heard;
-  uint64_t liveness_term = 0;
+  std::atomic<bool> is_registered{false};  // the registration was applied (set by MemberLoop)
+  // The controller's decisions (controller.h): heartbeats heard, shutdown requests.
+  std::unique_ptr<Controller> controller;
   // The member thread's own: when the next heartbeat is due, and the partitions this node led
   // in the image last reconciled.
   Clock::time_point next_heartbeat;
@@ -169,6 +167,7 @@ struct ClusterNode::Impl {
   void SendHeartbeat();
   void CheckLiveness();
   void Reconcile();
+  void ControlledShutdown();
   void OnPeer(NodeId sender, int fd);
   void OnKafkaPeer(NodeId sender, int fd);
   void StartReplicas();
@@ -327,8 +326,23 @@ void ClusterNode::Impl::ServePeer(NodeId sender, int fd) {
     if (req->kind == ForwardKind::kHeartbeat) {
       if (quorum->IsReadyLeader()) {
         r.outcome = ProposeOutcome::kApplied;
-        std::lock_guard<std::mutex> lock(mu);
-        last_heard[sender.value()] = Clock::now();
+        controller->Heard(sender, Clock::now());
+      } else {
+        r.outcome = ProposeOutcome::kNotLeader;
+        r.leader_hint = quorum->leader();
+      }
+    } else if (req->kind == ForwardKind::kShutdown) {
+      if (quorum->IsReadyLeader() && req->command.size() == 16) {
+        Uuid::Bytes b;
+        std::copy(req->command.begin(), req->command.end(), b.begin());
+        controller->WantShutDown(sender, Uuid(b));
+        controller->Heard(sender, Clock::now());
+        LogInfo("controller: broker " + std::to_string(sender.value()) +
+                " asks to shut down; moving its leaderships");
+        r.outcome = ProposeOutcome::kApplied;
+      } else if (req->command.size() != 16) {
+        r.outcome = ProposeOutcome::kRejected;
+        r.message = "a shutdown request carries the 16-byte incarnation id";
       } else {
         r.outcome = ProposeOutcome::kNotLeader;
         r.leader_hint = quorum->leader();
@@ -373,6 +387,7 @@ void ClusterNode::Impl::MemberLoop() {
       auto r = Propose(register_id, records, 2000);
       if (r.ok()) {
         registered = true;
+        is_registered.store(true);
         LogInfo("registered as broker " + std::to_string(options.node_id.value()) + " at " +
                 node->advertised_host + ":" + std::to_string(node->advertised_port));
       } else if (r.status().code() == Status::Code::kInvalidArgument) {
@@ -413,80 +428,88 @@ void ClusterNode::Impl::SendHeartbeat() {
                                 r.status().ToString());
 }
 
-// On the ready controller: fence brokers silent for a session (their partitions lose them as
-// leader: the first other in-sync replica that is unfenced takes over, else none), and give
-// leaderless partitions back to an unfenced in-sync replica (a fenced broker heard from again
-// is unfenced first).
+// On the ready controller: propose what the controller decides now (controller.h).
 void ClusterNode::Impl::CheckLiveness() {
   if (!quorum->IsReadyLeader()) return;
-  const auto now = Clock::now();
-  const auto session = std::chrono::milliseconds(options.config.broker_session_timeout_ms);
   auto img = image();
-  std::set<int32_t> dead, back;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    uint64_t term = quorum->term().value();
-    if (term != liveness_term) {
-      liveness_term = term;
-      last_heard.clear();
-    }
-    last_heard[options.node_id.value()] = now;
-    for (const auto& [id, b] : img->brokers()) {
-      auto it = last_heard.try_emplace(id, now).first;
-      bool alive = now - it->second <= session;
-      if (!alive && !b.fenced) dead.insert(id);
-      if (alive && b.fenced) back.insert(id);
-    }
-  }
-  std::vector<MetadataRecord> records;
-  for (int32_t id : dead) records.push_back(FenceBrokerRecord{NodeId(id)});
-  for (int32_t id : back) records.push_back(UnfenceBrokerRecord{NodeId(id)});
-  auto usable = [&](NodeId n) {
-    if (dead.count(n.value())) return false;
-    auto it = img->brokers().find(n.value());
-    return it != img->brokers().end() && (!it->second.fenced || back.count(n.value()));
-  };
-  std::vector<std::string> moved;
-  for (const auto& [tid, t] : img->topics()) {
-    for (const auto& [p, part] : t.partitions) {
-      // A fenced broker leaves every ISR it is in (as in Kafka), unless it is the last member:
-      // the ISR is never emptied.
-      std::vector<NodeId> isr;
-      for (NodeId r : part.isr) {
-        if (!dead.count(r.value())) isr.push_back(r);
-      }
-      if (isr.empty()) isr = part.isr;
-      bool needs = part.leader.value() == kNoLeader || dead.count(part.leader.value());
-      NodeId next = part.leader;
-      if (needs) {
-        next = NodeId(kNoLeader);
-        for (NodeId r : part.replicas) {
-          bool in_isr = std::find(isr.begin(), isr.end(), r) != isr.end();
-          if (in_isr && usable(r)) {
-            next = r;
-            break;
-          }
-        }
-      }
-      if (next == part.leader && isr == part.isr) continue;
-      records.push_back(PartitionChangeRecord{
-          PartitionId(p), t.id,
-          isr == part.isr ? std::nullopt : std::optional<std::vector<NodeId>>(isr),
-          next == part.leader ? NodeId(kNoLeaderChange) : next, std::nullopt});
-      moved.push_back(t.name + "-" + std::to_string(p) + "->" + std::to_string(next.value()));
-    }
-  }
-  if (records.empty()) return;
-  auto r = Propose(records);
+  ControllerDecision d =
+      controller->Decide(*img, quorum->term().value(), options.node_id, Clock::now());
+  if (d.empty()) return;
+  auto r = Propose(d.records);
   if (!r.ok()) {
-    LogWarn("fencing/unfencing brokers: " + r.status().ToString());
+    LogWarn("controller: proposing " + std::to_string(d.records.size()) +
+            " change(s): " + r.status().ToString());
     return;
   }
+  for (const std::string& u : d.unclean) broker::LogError("controller: " + u);
   std::string text;
-  for (int32_t id : dead) text += " fenced " + std::to_string(id) + ";";
-  for (int32_t id : back) text += " unfenced " + std::to_string(id) + ";";
-  for (const auto& m : moved) text += " " + m;
-  LogInfo("controller:" + text);
+  for (const std::string& n : d.notes) text += (text.empty() ? " " : "; ") + n;
+  if (!text.empty()) LogInfo("controller:" + text);
+}
+
+// Controlled shutdown: ask the controller (a ForwardKind::kShutdown, or this node's own
+// Controller when it is the controller) to move this node's leaderships to other in-sync
+// replicas, asking again every half second (the controller may change meanwhile), until the
+// image shows this node leads nothing or controlled.shutdown.timeout.ms has passed. Skipped
+// when no other broker is unfenced: nobody could take over.
+void ClusterNode::Impl::ControlledShutdown() {
+  if (!options.config.controlled_shutdown_enable || !quorum || !is_registered.load()) return;
+  auto leading = [this] {
+    auto img = image();
+    int n = 0;
+    for (const auto& [tid, t] : img->topics()) {
+      for (const auto& [p, part] : t.partitions) n += part.leader == options.node_id ? 1 : 0;
+    }
+    return n;
+  };
+  int led_now = leading();
+  if (led_now == 0) return;
+  {
+    auto img = image();
+    bool other = false;
+    for (const auto& [id, b] : img->brokers()) other |= !b.fenced && b.id != options.node_id;
+    if (!other) return;
+  }
+  LogInfo("controlled shutdown: asking the controller to move the leadership of " +
+          std::to_string(led_now) + " partition(s) away");
+  const auto start = Clock::now();
+  const auto deadline =
+      start + std::chrono::milliseconds(options.config.controlled_shutdown_timeout_ms);
+  std::string command(16, '\0');
+  std::copy(incarnation.bytes().begin(), incarnation.bytes().end(), command.begin());
+  while (Clock::now() < deadline) {
+    std::optional<NodeId> leader = quorum->leader();
+    if (leader && *leader == options.node_id) {
+      controller->WantShutDown(options.node_id, incarnation);
+    } else if (leader) {
+      if (std::optional<Voter> to = FindVoter(options.voters, *leader)) {
+        auto r = ForwardPropose(
+            *to, options.node_id, ForwardRequest{RandomUuid(), command, ForwardKind::kShutdown},
+            1000);
+        if (!r.ok()) broker::LogDebug("controlled shutdown: " + r.status().ToString());
+      }
+    }
+    const auto next = std::min(deadline, Clock::now() + std::chrono::milliseconds(500));
+    while (Clock::now() < next) {
+      if (leading() == 0) {
+        // The controller's own changes reach the other nodes with its next Raft heartbeats
+        // (they learn the commit index from them): give them those before going.
+        if (quorum->leader() == options.node_id) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(3 * options.heartbeat_timeout_ms));
+        }
+        LogInfo("controlled shutdown: this node leads no partition now (after " +
+                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   Clock::now() - start)
+                                   .count()) +
+                " ms)");
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  LogWarn("controlled shutdown: still leading " + std::to_string(leading()) +
+          " partition(s) after " + std::to_string(options.config.controlled_shutdown_timeout_ms) +
+          " ms (controlled.shutdown.timeout.ms); stopping anyway");
 }
 
 void ClusterNode::Impl::Reconcile() {
@@ -564,6 +587,16 @@ Result<broker::TopicMetadata> ImageStore::GetTopic(const std::string& name) {
   return Describe(*img, *t);
 }
 
+// Auto-created topics (and CreateTopic without a factor) get default.replication.factor.
+Result<broker::TopicMetadata> ImageStore::CreateTopic(
+    const std::string& name, int32_t partitions,
+    const std::map<std::string, std::string>& configs) {
+  return CreateTopicWithReplicas(name, partitions,
+                                 node_->options.config.default_replication_factor, configs);
+}
+
+// A new partition's replicas are all in its ISR, as in Kafka: every one of them holds all of its
+// (no) records. The first replica is the leader (the preferred leader).
 Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
     const std::string& name, int32_t partitions, int32_t replication_factor,
     const std::map<std::string, std::string>& configs) {
@@ -809,6 +842,14 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(ClusterNodeOptions opti
       CheckNodeDirectory(options.config.data_dir, options.node_id, options.cluster_id));
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
+  const broker::BrokerConfig& c = impl->options.config;
+  ControllerConfig cc;
+  cc.session_timeout = std::chrono::milliseconds(c.broker_session_timeout_ms);
+  cc.unclean_leader_election = c.unclean_leader_election_enable;
+  cc.auto_leader_rebalance = c.auto_leader_rebalance_enable;
+  cc.imbalance_check_interval = std::chrono::milliseconds(c.leader_imbalance_check_interval_ms);
+  cc.imbalance_per_broker_percentage = c.leader_imbalance_per_broker_percentage;
+  impl->controller = std::make_unique<Controller>(cc);
   return std::unique_ptr<ClusterNode>(new ClusterNode(std::move(impl)));
 }
 
@@ -863,6 +904,11 @@ void ClusterNode::Serving(const broker::BrokerServices& services) {
 
 void ClusterNode::Stop() {
   Impl& s = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.stopped) return;
+  }
+  s.ControlledShutdown();
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.stopped) return;

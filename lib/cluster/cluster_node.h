@@ -22,10 +22,11 @@
 // - Producer ids: blocks of 1000 from the controller (a ProducerIdsRecord advancing the image's
 //   next id by one block; the block is the 1000 ids below it), so they are unique cluster-wide.
 // - Liveness: every broker.heartbeat.interval.ms a node sends a heartbeat to the controller;
-//   the ready controller fences a broker silent for broker.session.timeout.ms (FenceBroker, and
-//   a PartitionChange of each partition it led to the first other unfenced in-sync replica, or
-//   to no leader) and unfences it when it is heard from again, giving its leaderless
-//   partitions back.
+//   the ready controller proposes what its Controller (controller.h) decides: fencing and
+//   unfencing, elections from the ISR, ISR removals, preferred leaders.
+// - Controlled shutdown: Stop() first asks the controller to move this node's leaderships away
+//   (ForwardKind::kShutdown) and waits, at most controlled.shutdown.timeout.ms, until the image
+//   shows it leads nothing.
 // - Once registered (so caught up with the log), a background thread deletes the local logs of
 //   topics the image no longer has and keeps the local topics' configs and partition counts in
 //   line with the image.
@@ -74,6 +75,8 @@ class ClusterNode final : public broker::ClusterMode {
   broker::LogProvider& logs() override;
   broker::ProducerIdAllocator* producer_ids() override;
   void Serving(const broker::BrokerServices& services) override;
+  // Controlled shutdown first (see above; skipped when controlled.shutdown.enable is false,
+  // before registration, or when no other broker is unfenced), then the threads and the quorum.
   void Stop() override;
 
   // The cluster id this node runs with (given, or recorded in meta.properties).

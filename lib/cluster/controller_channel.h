@@ -8,8 +8,9 @@
 //
 //   connection => Preamble("SILTPEER", sender)  then requests and responses, one at a time
 //   ForwardRequest  => length int32 (of the rest), version int16 (1), kind int8 (0 propose,
-//                      1 heartbeat), request_id uuid, command bytes (the rest:
-//                      metadata_records.h's Command; empty for a heartbeat)
+//                      1 heartbeat, 2 shutdown), request_id uuid, command bytes (the rest:
+//                      metadata_records.h's Command; empty for a heartbeat; for a shutdown
+//                      the sender's incarnation id, 16 bytes)
 //   ForwardResponse => length int32, version int16 (1), outcome int8 (ProposeOutcome order:
 //                      0 applied, 1 not leader, 2 unknown, 3 rejected, 4 shutdown),
 //                      index int64, leader_hint int32 (-1: none), message string (int16
@@ -17,6 +18,10 @@
 //
 // A heartbeat tells the controller that the sending node (the preamble's sender) is alive; the
 // answer is kApplied from the ready controller, kNotLeader (with a hint) from any other node.
+// A shutdown (Kafka's BrokerHeartbeat with want_shut_down is the model) asks the controller to
+// move every leadership of the sender (of that incarnation) to other in-sync replicas and take
+// it out of the ISRs where it is not the last member (controller.h); the answer is kApplied
+// once the ready controller has noted it, and the sender watches its image for the moves.
 // A frame longer than kMaxForwardFrame is a protocol error and closes the connection.
 #pragma once
 
@@ -33,7 +38,7 @@ namespace silt::cluster {
 inline constexpr int16_t kForwardVersion = 1;
 inline constexpr size_t kMaxForwardFrame = 4 << 20;
 
-enum class ForwardKind : int8_t { kPropose = 0, kHeartbeat = 1 };
+enum class ForwardKind : int8_t { kPropose = 0, kHeartbeat = 1, kShutdown = 2 };
 
 struct ForwardRequest {
   RequestId id;

@@ -1,4 +1,4 @@
-// Leaders by least load, followers by id order.
+// Preferred leaders by least load, followers by id order.
 #include "cluster/placement.h"
 
 #include <map>
@@ -22,9 +22,12 @@ Result<std::vector<std::vector<NodeId>>> PlaceReplicas(const MetadataImage& imag
   }
   std::map<int32_t, int64_t> led;
   for (NodeId b : live) led[b.value()] = 0;
+  // Preferred leaders (first replicas) are counted, not the leaders of the moment: a failover
+  // must not steer new partitions away from a broker that gets its leaderships back.
   for (const auto& [tid, t] : image.topics()) {
     for (const auto& [p, part] : t.partitions) {
-      auto it = led.find(part.leader.value());
+      if (part.replicas.empty()) continue;
+      auto it = led.find(part.replicas[0].value());
       if (it != led.end()) ++it->second;
     }
   }

@@ -67,6 +67,37 @@ TEST_CASE("every key listed as known is one the broker accepts") {
   CHECK(ApplyServerProperty(&c, "log.retention.hourz", "").IsNotFound());
 }
 
+TEST_CASE("the controller's keys: replication factors, elections, preferred leaders, shutdown") {
+  BrokerConfig c;
+  CHECK(c.default_replication_factor == 1);
+  CHECK(c.unclean_leader_election_enable == false);
+  CHECK(c.auto_leader_rebalance_enable == true);
+  CHECK(c.leader_imbalance_check_interval_ms == 30000);
+  CHECK(c.leader_imbalance_per_broker_percentage == 10);
+  CHECK(c.controlled_shutdown_enable == true);
+  // offsets.topic.replication.factor: min(3, voters) unless set.
+  CHECK(OffsetsTopicReplicationFactor(c) == 1);
+  c.quorum_voters = "1@h:1,2@h:2";
+  CHECK(OffsetsTopicReplicationFactor(c) == 2);
+  c.quorum_voters = "1@h:1,2@h:2,3@h:3,4@h:4,5@h:5";
+  CHECK(OffsetsTopicReplicationFactor(c) == 3);
+  REQUIRE(ApplyServerProperty(&c, "offsets.topic.replication.factor", "2").ok());
+  CHECK(OffsetsTopicReplicationFactor(c) == 2);
+  REQUIRE(ApplyServerProperty(&c, "default.replication.factor", "3").ok());
+  CHECK(c.default_replication_factor == 3);
+  CHECK_FALSE(ApplyServerProperty(&c, "default.replication.factor", "0").ok());
+  REQUIRE(ApplyServerProperty(&c, "unclean.leader.election.enable", "true").ok());
+  CHECK(c.unclean_leader_election_enable);
+  REQUIRE(ApplyServerProperty(&c, "auto.leader.rebalance.enable", "false").ok());
+  CHECK_FALSE(c.auto_leader_rebalance_enable);
+  REQUIRE(ApplyServerProperty(&c, "leader.imbalance.check.interval.seconds", "2").ok());
+  CHECK(c.leader_imbalance_check_interval_ms == 2000);
+  CHECK_FALSE(ApplyServerProperty(&c, "leader.imbalance.per.broker.percentage", "101").ok());
+  REQUIRE(ApplyServerProperty(&c, "controlled.shutdown.timeout.ms", "1500").ok());
+  CHECK(c.controlled_shutdown_timeout_ms == 1500);
+  CHECK(c.ignored_keys.empty());
+}
+
 TEST_CASE("host:port parsing accepts listeners, bare pairs and bracketed IPv6") {
   std::string h;
   int p = 0;

@@ -363,6 +363,39 @@ TEST_CASE("Metadata v10+ carries the topic id of partition.metadata and finds to
   CHECK(resp.topics[0].name.empty());
 }
 
+TEST_CASE("CreateTopics with replication factor -1 takes default.replication.factor") {
+  BrokerConfig config;
+  config.default_replication_factor = 2;
+  TestBroker b(config);
+  Client c(b.port);
+  protocol::CreateTopicsRequest ct;
+  protocol::CreateTopicsRequest::Topic t;
+  t.name = "defaults";
+  t.num_partitions = 1;
+  t.replication_factor = -1;
+  ct.topics.push_back(t);
+  protocol::CreateTopicsResponse cr;
+  c.Call(ct, 4, &cr);
+  REQUIRE(cr.topics.size() == 1);
+  // Two replicas on a single broker: refused as Kafka refuses it.
+  CHECK(cr.topics[0].error_code == 38);  // INVALID_REPLICATION_FACTOR
+  REQUIRE(cr.topics[0].error_message.has_value());
+  CHECK(cr.topics[0].error_message->find("default.replication.factor") != std::string::npos);
+
+  // DescribeConfigs shows the replication factors in use.
+  protocol::DescribeConfigsRequest dc;
+  dc.resources.push_back(
+      {4, "0",
+       std::vector<std::string>{"default.replication.factor", "offsets.topic.replication.factor"}});
+  protocol::DescribeConfigsResponse dr;
+  c.Call(dc, 3, &dr);
+  REQUIRE(dr.results.size() == 1);
+  std::map<std::string, std::string> got;
+  for (const auto& cfg : dr.results[0].configs) got[cfg.name] = cfg.value.value_or("");
+  CHECK(got["default.replication.factor"] == "2");
+  CHECK(got["offsets.topic.replication.factor"] == "1");  // one node: min(3, 1)
+}
+
 TEST_CASE("admin APIs create, grow, trim, describe and delete topics with Kafka's errors") {
   TestBroker b;
   Client c(b.port);

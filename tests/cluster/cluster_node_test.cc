@@ -52,6 +52,12 @@ TEST_CASE("a forwarded proposal and its answer round-trip through their encoding
   auto beat_back = DecodeForwardRequest(std::string_view(beat_frame).substr(4));
   REQUIRE(beat_back.ok());
   CHECK(beat_back->kind == ForwardKind::kHeartbeat);
+  ForwardRequest bye{RandomUuid(), std::string(16, 'i'), ForwardKind::kShutdown};
+  std::string bye_frame = EncodeForwardRequest(bye);
+  auto bye_back = DecodeForwardRequest(std::string_view(bye_frame).substr(4));
+  REQUIRE(bye_back.ok());
+  CHECK(bye_back->kind == ForwardKind::kShutdown);
+  CHECK(bye_back->command == bye.command);
   std::string bad_kind = beat_frame.substr(4);
   bad_kind[2] = 7;
   CHECK(DecodeForwardRequest(bad_kind).status().code() == Status::Code::kCorruption);
