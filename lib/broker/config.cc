@@ -156,6 +156,7 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   }
   if (key == "replica.fetch.backoff.ms") {
     return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->replica_fetch_backoff_ms);
+  }
   if (key == "default.replication.factor") {
     return ParseInt<int32_t>(key, value, 1, 32767, &c->default_replication_factor);
   }

@@ -99,8 +99,8 @@ std::vector<PartitionChangeRecord> PreferredLeaderChanges(
     for (const auto& [t, p] : load.not_led) {
       const PartitionImage& part = t->partitions.at(p);
       if (!Contains(part.isr, NodeId(broker))) continue;
-      out.push_back(
-          PartitionChangeRecord{PartitionId(p), t->id, std::nullopt, NodeId(broker), std::nullopt});
+      out.push_back(PartitionChangeRecord{PartitionId(p), t->id, std::nullopt, NodeId(broker),
+                                          std::nullopt, part.partition_epoch});
       if (notes) {
         notes->push_back(PartitionName(*t, p) + " back to its preferred leader " +
                          std::to_string(broker) + " (from " + std::to_string(part.leader.value()) +
@@ -146,7 +146,8 @@ void Controller::ElectAll(const MetadataImage& img, const std::function<bool(Nod
       if (!isr_changed && !leader_changed) continue;
       out->records.push_back(PartitionChangeRecord{
           PartitionId(p), t.id, isr_changed ? std::optional(e.isr) : std::nullopt,
-          leader_changed ? e.leader : NodeId(kNoLeaderChange), std::nullopt});
+          leader_changed ? e.leader : NodeId(kNoLeaderChange), std::nullopt,
+          part.partition_epoch});
       std::string note = PartitionName(t, p) + ":";
       if (leader_changed) {
         note += " leader " + std::to_string(part.leader.value()) + " -> " +

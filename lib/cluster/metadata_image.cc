@@ -137,6 +137,11 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
       return Refuse(t, "unknown partition " + std::to_string(r->partition_id.value()));
     }
     PartitionImage p = pit->second;
+    if (r->expected_partition_epoch >= 0 && r->expected_partition_epoch != p.partition_epoch) {
+      return Refuse(t, "INVALID_UPDATE_VERSION: decided on partition epoch " +
+                           std::to_string(r->expected_partition_epoch) + ", now " +
+                           std::to_string(p.partition_epoch));
+    }
     if (r->replicas) p.replicas = *r->replicas;
     if (r->isr) p.isr = *r->isr;
     bool leader_changed = r->leader.value() != kNoLeaderChange && r->leader != p.leader;

@@ -10,6 +10,12 @@ namespace silt::cluster {
 namespace {
 
 constexpr int16_t kRecordVersion = 0;
+// PartitionChange v1 adds expected_partition_epoch.
+constexpr int16_t kPartitionChangeVersion = 1;
+
+int16_t VersionOf(RecordType t) {
+  return t == RecordType::kPartitionChange ? kPartitionChangeVersion : kRecordVersion;
+}
 
 // ---- writing ----
 
@@ -72,6 +78,7 @@ struct BodyWriter {
     PutNullableNodes(w, r.isr);
     w.I32(r.leader.value());
     PutNullableNodes(w, r.replicas);
+    w.I32(r.expected_partition_epoch);
   }
   void operator()(const FenceBrokerRecord& r) { w.I32(r.broker_id.value()); }
   void operator()(const UnfenceBrokerRecord& r) { w.I32(r.broker_id.value()); }
@@ -153,7 +160,7 @@ bool GetNullableNodes(ByteReader& r, std::optional<std::vector<NodeId>>* out) {
   return true;
 }
 
-bool ReadBody(ByteReader& r, RecordType type, MetadataRecord* out) {
+bool ReadBody(ByteReader& r, RecordType type, int16_t version, MetadataRecord* out) {
   switch (type) {
     case RecordType::kRegisterBroker: {
       RegisterBrokerRecord x;
@@ -201,6 +208,7 @@ bool ReadBody(ByteReader& r, RecordType type, MetadataRecord* out) {
           !GetNodeId(r, &x.leader) || !GetNullableNodes(r, &x.replicas)) {
         return false;
       }
+      if (version >= 1 && !r.I32(&x.expected_partition_epoch)) return false;
       x.partition_id = PartitionId(p);
       *out = std::move(x);
       return true;
@@ -317,7 +325,7 @@ std::string EncodeRecord(const MetadataRecord& r) {
   ByteWriter w(&out);
   w.I8(kRecordFrameVersion);
   w.I16(static_cast<int16_t>(TypeOf(r)));
-  w.I16(kRecordVersion);
+  w.I16(VersionOf(TypeOf(r)));
   std::visit(BodyWriter{w}, r);
   return out;
 }
@@ -334,13 +342,13 @@ Result<MetadataRecord> DecodeRecord(std::string_view bytes) {
   }
   if (!KnownType(type)) return Status::Unsupported("metadata record type " + std::to_string(type));
   auto t = static_cast<RecordType>(type);
-  if (version != kRecordVersion) {
+  if (version < 0 || version > VersionOf(t)) {
     return Status::Unsupported(std::string(RecordTypeName(t)) + " version " +
-                               std::to_string(version) + " (this build reads version " +
-                               std::to_string(kRecordVersion) + ")");
+                               std::to_string(version) + " (this build reads versions up to " +
+                               std::to_string(VersionOf(t)) + ")");
   }
   MetadataRecord out;
-  if (!ReadBody(r, t, &out)) {
+  if (!ReadBody(r, t, version, &out)) {
     return Status::Corruption(std::string(RecordTypeName(t)) + ": short or damaged body");
   }
   if (!r.empty()) {

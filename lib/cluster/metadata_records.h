@@ -7,7 +7,8 @@
 //   Record => frame_version type version body
 //     frame_version  int8   1
 //     type           int16  RecordType below (Kafka's apiKey of the record)
-//     version        int16  the body's version; 0 for every type today
+//     version        int16  the body's version: 1 for PartitionChange, 0 for every other type
+//                           (a reader takes every version up to its own)
 //   string          => length int16, bytes; a nullable string has length -1 for null
 //   uuid            => 16 bytes
 //   [T]             => count int32, T...; a nullable array has count -1 for null
@@ -21,9 +22,11 @@
 //   Config v0          (ConfigRecord)          resource_type int8 (2 topic, 4 broker),
 //                                              resource_name string, name string,
 //                                              value nullable string (null: deleted)
-//   PartitionChange v0 (PartitionChangeRecord) partition_id int32, topic_id uuid,
+//   PartitionChange v1 (PartitionChangeRecord) partition_id int32, topic_id uuid,
 //                                              isr nullable [int32], leader int32 (-2: no
-//                                              change, -1: none), replicas nullable [int32]
+//                                              change, -1: none), replicas nullable [int32],
+//                                              expected_partition_epoch int32 (v1; -1: any; v0
+//                                              has no such field and applies unconditionally)
 //   FenceBroker v0     (FenceBrokerRecord)     broker_id int32
 //   UnfenceBroker v0   (UnfenceBrokerRecord)   broker_id int32
 //   RemoveTopic v0     (RemoveTopicRecord)     topic_id uuid
@@ -109,6 +112,10 @@ struct PartitionChangeRecord {
   std::optional<std::vector<NodeId>> isr;       // nullopt: unchanged
   NodeId leader{kNoLeaderChange};               // kNoLeaderChange: unchanged
   std::optional<std::vector<NodeId>> replicas;  // nullopt: unchanged
+  // The partition epoch the change was decided on: applied only while the partition is still
+  // at it (another change in between, such as a leader's ISR change, refuses the command with
+  // INVALID_UPDATE_VERSION and the controller decides again). -1: unconditionally.
+  int32_t expected_partition_epoch = -1;
   bool operator==(const PartitionChangeRecord&) const = default;
 };
 struct FenceBrokerRecord {

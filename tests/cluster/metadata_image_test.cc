@@ -82,6 +82,26 @@ TEST_CASE(
   CHECK(img.FindTopic(kOrders)->partitions.at(0).partition_epoch == 0);
 }
 
+TEST_CASE("a partition change decided on an older partition epoch is refused") {
+  MetadataImage img = Build(ClusterWithOrders());
+  // A leader's ISR change lands first (partition epoch 0 -> 1) ...
+  auto a = img.Apply({AlterPartitionRecord{PartitionId(0), kOrders, NodeId(1), LeaderEpoch(0), 0,
+                                           {NodeId(1)}}});
+  REQUIRE_MESSAGE(a.ok(), a.status().ToString());
+  // ... then the controller's election, decided on epoch 0 with the old ISR {1, 2}, would put
+  // node 2 back in the ISR and lead with it: refused, nothing changes.
+  auto b = a->Apply({PartitionChangeRecord{PartitionId(0), kOrders,
+                                           std::vector<NodeId>{NodeId(1), NodeId(2)}, NodeId(2),
+                                           std::nullopt, 0}});
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.status().message().find("INVALID_UPDATE_VERSION") != std::string::npos);
+  CHECK(a->FindTopic(kOrders)->partitions.at(0).isr == std::vector<NodeId>{NodeId(1)});
+  // Decided on the current epoch, it applies.
+  auto c = a->Apply({PartitionChangeRecord{PartitionId(0), kOrders, std::nullopt, NodeId(kNoLeader),
+                                           std::nullopt, 1}});
+  CHECK(c.ok());
+}
+
 TEST_CASE("an invalid record changes nothing and says why") {
   MetadataImage img = Build(ClusterWithOrders());
   struct Case {

@@ -29,7 +29,7 @@ std::vector<MetadataRecord> OneOfEach() {
       PartitionChangeRecord{PartitionId(0), topic, std::vector<NodeId>{NodeId(1)},
                             NodeId(kNoLeaderChange), std::nullopt},
       PartitionChangeRecord{PartitionId(0), topic, std::nullopt, NodeId(2),
-                            std::vector<NodeId>{NodeId(2), NodeId(1)}},
+                            std::vector<NodeId>{NodeId(2), NodeId(1)}, 6},
       FenceBrokerRecord{NodeId(1)},
       UnfenceBrokerRecord{NodeId(1)},
       RemoveTopicRecord{topic},
@@ -123,4 +123,24 @@ TEST_CASE("a cut-short or overlong record is corruption, never a crash") {
   std::string huge("\x01\x00\x03\x00\x00\x00\x00\x00\x00", 9);
   huge += std::string(16, '\0') + std::string("\x7f\xff\xff\xff", 4);  // 2^31 replicas claimed
   CHECK(DecodeRecord(huge).status().code() == Status::Code::kCorruption);
+}
+
+TEST_CASE("a PartitionChange of version 0 (no expected partition epoch) still decodes") {
+  Uuid topic = *Uuid::Parse("AAAAAAAAAAAAAAAAAAAAAQ");
+  PartitionChangeRecord rec{PartitionId(3), topic, std::vector<NodeId>{NodeId(1)}, NodeId(1),
+                            std::nullopt, 5};
+  std::string v1 = EncodeRecord(rec);
+  CHECK(DecodeBE16(v1.data() + 3) == 1);
+  // Version 0 is the same body without its last field.
+  std::string v0 = v1.substr(0, v1.size() - 4);
+  EncodeBE16(v0.data() + 3, 0);
+  auto back = DecodeRecord(v0);
+  REQUIRE_MESSAGE(back.ok(), back.status().ToString());
+  auto* got = std::get_if<PartitionChangeRecord>(&*back);
+  REQUIRE(got != nullptr);
+  CHECK(got->expected_partition_epoch == -1);
+  CHECK(got->isr == rec.isr);
+  // A version from a newer build is refused, not misread.
+  EncodeBE16(v1.data() + 3, 2);
+  CHECK(DecodeRecord(v1).status().code() == Status::Code::kUnsupported);
 }
