@@ -63,12 +63,12 @@ const Synonym kSynonyms[] = {
 // Keys of a stock Kafka server.properties that have no meaning for a single silt node.
 const char* kIgnored[] = {
     "num.network.threads", "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
-    "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
+    "socket.receive.buffer.bytes",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
     "zookeeper.connect", "zookeeper.connection.timeout.ms",
     "process.roles", "controller.quorum.voters",
     "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map",
-    "default.replication.factor", "num.replica.fetchers",
+    "num.replica.fetchers",
     "controller.quorum.bootstrap.servers",
 };
 
@@ -135,6 +135,33 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   }
   if (key == "broker.session.timeout.ms") {
     return ParseInt<int32_t>(key, value, 100, INT32_MAX, &c->broker_session_timeout_ms);
+  }
+  if (key == "default.replication.factor") {
+    return ParseInt<int32_t>(key, value, 1, 32767, &c->default_replication_factor);
+  }
+  if (key == "offsets.topic.replication.factor") {
+    return ParseInt<int32_t>(key, value, -1, 32767, &c->offsets_topic_replication_factor);
+  }
+  if (key == "unclean.leader.election.enable") {
+    return ParseBool(key, value, &c->unclean_leader_election_enable);
+  }
+  if (key == "auto.leader.rebalance.enable") {
+    return ParseBool(key, value, &c->auto_leader_rebalance_enable);
+  }
+  if (key == "leader.imbalance.check.interval.seconds") {
+    int64_t seconds = 0;
+    SILT_TRY(ParseInt<int64_t>(key, value, 1, INT64_MAX / 1000, &seconds));
+    c->leader_imbalance_check_interval_ms = seconds * 1000;
+    return Status::OK();
+  }
+  if (key == "leader.imbalance.per.broker.percentage") {
+    return ParseInt<int32_t>(key, value, 0, 100, &c->leader_imbalance_per_broker_percentage);
+  }
+  if (key == "controlled.shutdown.enable") {
+    return ParseBool(key, value, &c->controlled_shutdown_enable);
+  }
+  if (key == "controlled.shutdown.timeout.ms") {
+    return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->controlled_shutdown_timeout_ms);
   }
   if (key == "cluster.id") {
     c->cluster_id = value;
@@ -213,7 +240,12 @@ std::vector<std::string> KnownServerProperties() {
       "num.io.threads", "offsets.topic.num.partitions", "offsets.retention.minutes",
       "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
       "group.min.session.timeout.ms", "group.max.session.timeout.ms", "log.cleaner.enable",
-      "log.cleaner.backoff.ms", "group.initial.rebalance.delay.ms"};
+      "log.cleaner.backoff.ms", "group.initial.rebalance.delay.ms",
+      "broker.heartbeat.interval.ms", "broker.session.timeout.ms",
+      "default.replication.factor", "offsets.topic.replication.factor",
+      "unclean.leader.election.enable", "auto.leader.rebalance.enable",
+      "leader.imbalance.check.interval.seconds", "leader.imbalance.per.broker.percentage",
+      "controlled.shutdown.enable", "controlled.shutdown.timeout.ms"};
   for (const Synonym& s : kSynonyms) keys.push_back(s.broker_key);
   for (const char* k : kIgnored) keys.push_back(k);
   return keys;

@@ -9,7 +9,10 @@
 // log.retention.check.interval.ms, offsets.topic.num.partitions, offsets.retention.minutes,
 // offsets.retention.check.interval.ms, offset.metadata.max.bytes, group.min.session.timeout.ms,
 // group.max.session.timeout.ms, group.initial.rebalance.delay.ms; for cluster mode
-// controller.quorum.voters, broker.heartbeat.interval.ms, broker.session.timeout.ms.
+// controller.quorum.voters, broker.heartbeat.interval.ms, broker.session.timeout.ms,
+// offsets.topic.replication.factor, unclean.leader.election.enable, auto.leader.rebalance.enable,
+// leader.imbalance.check.interval.seconds, leader.imbalance.per.broker.percentage,
+// controlled.shutdown.enable, controlled.shutdown.timeout.ms (silt's).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,21 @@ struct BrokerConfig {
   // a word the controller fences it (its partitions lose it as leader).
   int32_t broker_heartbeat_interval_ms = 500;   // broker.heartbeat.interval.ms
   int32_t broker_session_timeout_ms = 3000;     // broker.session.timeout.ms
+  // Replicas per partition when CreateTopics asks for -1, and of auto-created topics.
+  int32_t default_replication_factor = 1;       // default.replication.factor
+  // Replicas of __consumer_offsets' partitions; -1: min(3, number of voters).
+  int32_t offsets_topic_replication_factor = -1;  // offsets.topic.replication.factor
+  // The controller's elections (cluster/controller.h): the default of the topic config of the
+  // same name, whether leadership goes back to preferred replicas and how often that is checked,
+  // and how much imbalance per broker is let be.
+  bool unclean_leader_election_enable = false;        // unclean.leader.election.enable
+  bool auto_leader_rebalance_enable = true;           // auto.leader.rebalance.enable
+  int64_t leader_imbalance_check_interval_ms = 30000;  // leader.imbalance.check.interval.seconds
+  int32_t leader_imbalance_per_broker_percentage = 10;  // leader.imbalance.per.broker.percentage
+  // On SIGTERM a cluster node first asks the controller to move its leaderships away and waits
+  // at most this long for it.
+  bool controlled_shutdown_enable = true;       // controlled.shutdown.enable
+  int32_t controlled_shutdown_timeout_ms = 5000;  // controlled.shutdown.timeout.ms (silt's)
   std::string data_dir = "./silt-data";
   int32_t num_partitions = 1;
   bool auto_create_topics = true;
