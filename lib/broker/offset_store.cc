@@ -101,6 +101,23 @@ class ConsumerOffsetsTopic::Partitions : public offsets::OffsetsPartitions {
       return created.status();
     }
     // The new partitions' locks, held from now on like the others'.
+    SILT_TRY(LockUpTo(n));
+    return n;
+  }
+
+  Status Append(int32_t partition, std::string* batch) override {
+    // In a cluster the topic may have been made elsewhere (by the controller): its partitions'
+    // locks are taken on the first write here.
+    SILT_TRY(LockUpTo(partition + 1));
+    SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
+                          partitions_->Get(protocol::kConsumerOffsetsTopic, PartitionId(partition)));
+    auto appended = p->AppendInternal(batch);
+    if (!appended.ok()) return appended.status().WithContext("writing __consumer_offsets");
+    return Status::OK();
+  }
+
+  // Takes the locks of partitions below n not held yet.
+  Status LockUpTo(int32_t n) {
     std::lock_guard<std::mutex> lock(mu_);
     for (; locked_partitions_ < n; ++locked_partitions_) {
       SILT_ASSIGN_OR_RETURN(offsets::WriterLock l,
@@ -108,14 +125,6 @@ class ConsumerOffsetsTopic::Partitions : public offsets::OffsetsPartitions {
                                                           offsets::LockRole::kBroker, 0));
       locks_.push_back(std::move(l));
     }
-    return n;
-  }
-
-  Status Append(int32_t partition, std::string* batch) override {
-    SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
-                          partitions_->Get(protocol::kConsumerOffsetsTopic, PartitionId(partition)));
-    auto appended = p->AppendInternal(batch);
-    if (!appended.ok()) return appended.status().WithContext("writing __consumer_offsets");
     return Status::OK();
   }
 
