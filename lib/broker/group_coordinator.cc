@@ -399,9 +399,15 @@ void GroupCoordinator::TimerLoop() {
     if (prepare_requested_ && !prepared_) {
       lock.unlock();
       Status s = log_->Prepare();
-      if (!s.ok()) LogWarn("group coordinator: preparing the offsets log: " + s.ToString());
       lock.lock();
-      prepared_ = true;
+      // A failure (in a cluster: too few brokers up for the topic's replication factor) is
+      // tried again at the next request for it; said once, not at every FindCoordinator.
+      if (!s.ok() && !prepare_failed_) {
+        LogWarn("group coordinator: preparing the offsets log: " + s.ToString());
+      }
+      prepare_failed_ = !s.ok();
+      prepared_ = s.ok();
+      prepare_requested_ = false;
       continue;
     }
     int64_t deadline = NextDeadline();

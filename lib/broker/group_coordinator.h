@@ -105,7 +105,8 @@ class GroupCoordinator {
   void Shutdown();
 
   // Asks the timer thread to get the offset log ready for writes (creating __consumer_offsets)
-  // now, so that the first group to store something does not wait for it. Returns at once.
+  // now, so that the first group to store something does not wait for it. Returns at once. A
+  // failed attempt is made again at the next call.
   void PrepareStorageSoon();
 
   // Each request is answered through its callback exactly once, now or later, from any thread.
@@ -196,6 +197,7 @@ class GroupCoordinator {
   uint64_t load_seq_ = 0;
   bool prepare_requested_ = false;
   bool prepared_ = false;
+  bool prepare_failed_ = false;
   int64_t next_expiry_check_ = 0;
   uint64_t id_counter_ = 0;
   std::thread timer_;
