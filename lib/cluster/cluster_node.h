@@ -9,8 +9,11 @@
 //   (controller_channel.h); they return once the change has been applied to this node's image.
 // - Logs (broker::LogProvider): only partitions this node leads are opened, in the data dir
 //   (created there with the image's topic id on first use); any other partition of a known topic
-//   is Status::NotLeader (NOT_LEADER_OR_FOLLOWER on the wire). __consumer_offsets stays local to
-//   each node for now.
+//   is Status::NotLeader (NOT_LEADER_OR_FOLLOWER on the wire). __consumer_offsets is such a
+//   topic too: the ready controller creates it (offsets.topic.num.partitions partitions,
+//   offsets.topic.replication.factor replicas, compacted) once enough brokers are up, and the
+//   store's change listener is told of each new image (the broker's group coordinator follows
+//   its leaderships).
 // - Registration: once serving, the node proposes [ClusterIdRecord, RegisterBrokerRecord,
 //   UnfenceBrokerRecord] as one command (retried until applied). The first command of a new
 //   cluster's log so carries its cluster id, and a node with another cluster id is refused; so is
