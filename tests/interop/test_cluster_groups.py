@@ -155,14 +155,23 @@ try:
         fail("__consumer_offsets' leaders are not spread: %s" % led)
     print("ok: __consumer_offsets has 50 partitions, 3 replicas each, leaders %s" % led)
 
-    # Every node names the same coordinator: the leader of the group's partition.
+    # Every node names the same coordinator: the leader of the group's partition (once each
+    # has applied the topic's creation: until then, COORDINATOR_NOT_AVAILABLE).
     gp = offsets_partition(GROUP, OFFSETS_PARTITIONS)
     coordinator = parts[gp]["leader"]
-    for n in nodes.values():
-        error, node, host, port = find_coordinator(n.address, GROUP)
+    answers = {}
+
+    def all_name_the_leader():
+        for n in nodes.values():
+            answers[n.id] = find_coordinator(n.address, GROUP)
+            if answers[n.id][0] == COORDINATOR_NOT_AVAILABLE:
+                return False
+        return True
+    cluster.wait_for("every node to know __consumer_offsets", all_name_the_leader)
+    for i, (error, node, host, port) in answers.items():
         if error != 0 or node != coordinator or "%s:%d" % (host, port) != nodes[node].address:
             fail("node %d answered FindCoordinator(%s) with %s, not node %d (leader of "
-                 "__consumer_offsets-%d)" % (n.id, GROUP, (error, node, host, port),
+                 "__consumer_offsets-%d)" % (i, GROUP, (error, node, host, port),
                                              coordinator, gp))
     print("ok: every node names node %d, leader of __consumer_offsets-%d, as %s's coordinator"
           % (coordinator, gp, GROUP))
