@@ -34,6 +34,8 @@ GROUP = "interop-resume"
 TOPIC = "events"
 OFFSETS_PARTITIONS = 50
 COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+UNKNOWN_MEMBER_ID = 25
 
 
 def java_hash(s):
@@ -51,20 +53,35 @@ def offsets_partition(group, n):
     return (0 if h == -(1 << 31) else abs(h)) % n
 
 
-def find_coordinator(address, group):
-    """FindCoordinator v0 over a raw socket: (error_code, node_id, host, port)."""
+def string(s):
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def call_v0(address, api_key, body):
+    """One request at version 0 over a raw socket; returns the response after its header."""
     host, port = address.rsplit(":", 1)
-    client = b"silt-interop"
-    key = group.encode()
-    body = struct.pack(">hhih", 10, 0, 7, len(client)) + client + struct.pack(">h", len(key)) + key
+    frame = struct.pack(">hhi", api_key, 0, 7) + string("silt-interop") + body
     with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(struct.pack(">i", len(body)) + body)
+        s.sendall(struct.pack(">i", len(frame)) + frame)
         data = b""
         while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
             chunk = s.recv(65536)
             if not chunk:
                 raise IOError("connection closed")
             data += chunk
+    return data[8:]
+
+
+def heartbeat(address, group):
+    """Heartbeat v0 of an unknown member: the error code."""
+    resp = call_v0(address, 12, string(group) + struct.pack(">i", 1) + string("nobody"))
+    return struct.unpack(">h", resp[:2])[0]
+
+
+def find_coordinator(address, group):
+    """FindCoordinator v0 over a raw socket: (error_code, node_id, host, port)."""
+    data = b"\0" * 8 + call_v0(address, 10, string(group))
     _, _, error, node = struct.unpack(">iihi", data[:14])
     (hlen,) = struct.unpack(">h", data[14:16])
     chost = data[16:16 + hlen].decode()
@@ -175,6 +192,12 @@ try:
                                              coordinator, gp))
     print("ok: every node names node %d, leader of __consumer_offsets-%d, as %s's coordinator"
           % (coordinator, gp, GROUP))
+    # Only the coordinator serves the group; the others send its members to look it up again.
+    for n in nodes.values():
+        want = UNKNOWN_MEMBER_ID if n.id == coordinator else NOT_COORDINATOR
+        cluster.wait_for("node %d to answer a heartbeat of %s with %d" % (n.id, GROUP, want),
+                         lambda: heartbeat(n.address, GROUP) == want, 10)
+    print("ok: a heartbeat for %s is NOT_COORDINATOR on the other nodes" % GROUP)
 
     cluster.silt_cmd("topic", "-b", nodes[1].address, "create", TOPIC, "--partitions", "6",
                      "--replication-factor", "3")
