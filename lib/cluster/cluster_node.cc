@@ -144,8 +144,9 @@ struct ClusterNode::Impl {
   // The member thread's own: when the next heartbeat is due, and the partitions this node led
   // in the image last reconciled.
   Clock::time_point next_heartbeat;
-  Clock::time_point next_offsets_topic_try;
   std::set<std::pair<std::string, int32_t>> led;
+  // The controller's next try at creating __consumer_offsets (member thread).
+  Clock::time_point next_offsets_topic_try;
 
   std::shared_ptr<const MetadataImage> image() const { return sm.image(); }
   bool Stopping() {
