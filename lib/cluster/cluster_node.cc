@@ -165,13 +165,14 @@ struct ClusterNode::Impl {
   void SendHeartbeat();
   void CheckLiveness();
   void Reconcile();
+  void OnPeer(NodeId sender, int fd);
+  void ServePeer(NodeId sender, int fd);
+
   // offsets.topic.replication.factor, or min(3, voters) when it is -1.
   int32_t OffsetsReplicationFactor() const;
   // On the ready controller: creates __consumer_offsets once enough brokers are up for its
   // replication factor (as Kafka, which waits for them too).
   void MaybeCreateOffsetsTopic();
-  void OnPeer(NodeId sender, int fd);
-  void ServePeer(NodeId sender, int fd);
 };
 
 // ---- proposals --------------------------------------------------------------------------
