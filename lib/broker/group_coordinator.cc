@@ -208,6 +208,9 @@ void GroupCoordinator::UseOwnedPartitions(int32_t partition_count) {
   Scope scope(this);
   owned_count_ = std::max(partition_count, 1);
   owned_.clear();
+  // Groups now live elsewhere (another partition count moves them): waiting members look
+  // their coordinator up again.
+  for (auto& [id, g] : groups_) AnswerWaiting(*g, Err(ErrorCode::NOT_COORDINATOR));
   groups_.clear();
   next_expiry_check_ = Now() + options_.offsets_retention_check_interval_ms;
 }
