@@ -865,6 +865,23 @@ TEST_CASE("leadership lost while a partition loads wins: the replayed groups are
   CHECK(f.Committed("t", 0, "g") == 9);
 }
 
+TEST_CASE("another partition count moves every group: waiting members are sent away") {
+  Fixture f;
+  HookedLog log;
+  f.c = std::make_unique<GroupCoordinator>(f.options, &log);
+  f.c->UseOwnedPartitions(4);
+  REQUIRE(f.c->LoadPartition(kPartitionOfG).ok());
+  auto [member, gen] = f.StableSingle();
+  std::string newcomer;
+  auto waiting = f.JoinNew(Fixture::JoinReq(""), &newcomer);
+  CHECK(!waiting->has_value());
+  f.c->UseOwnedPartitions(8);
+  REQUIRE(waiting->has_value());
+  CHECK((*waiting)->error_code == E(ErrorCode::NOT_COORDINATOR));
+  CHECK(f.c->OwnedPartitions().empty());
+  CHECK(f.Heartbeat(member, gen) == E(ErrorCode::NOT_COORDINATOR));
+}
+
 TEST_CASE("a commit says where it was written, so its answer can wait for the high watermark") {
   Fixture f;
   HookedLog log;
