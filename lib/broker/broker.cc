@@ -2,6 +2,7 @@
 #include "broker/broker.h"
 
 #include "broker/group_coordinator.h"
+#include "broker/group_ownership.h"
 #include "broker/local_metadata_store.h"
 #include "broker/logging.h"
 #include "broker/offset_store.h"
@@ -29,19 +30,34 @@ Status Broker::StartGroupCoordinator() {
   o.offsets_retention_ms = config_.offsets_retention_ms;
   o.offsets_retention_check_interval_ms = config_.offsets_retention_check_interval_ms;
   o.offset_metadata_max_bytes = config_.offset_metadata_max_bytes;
-  // Offsets of local consumers kept in silt-groups/ by older versions go into
-  // __consumer_offsets first, through the data dir's own logs, before partitions wrap them.
-  offsets::LocalOffsets::Options lo;
-  lo.default_partitions = config_.offsets_topic_num_partitions;
-  auto migrated = offsets::LocalOffsets::Open(store_->data_dir(), lo);
-  if (!migrated.ok()) return migrated.status().WithContext("migrating silt-groups/");
-  offsets_log_ = std::make_unique<ConsumerOffsetsTopic>(store_.get(), partitions_.get(),
+  if (!cluster_) {
+    // Offsets of local consumers kept in silt-groups/ by older versions go into
+    // __consumer_offsets first, through the data dir's own logs, before partitions wrap them.
+    // (A cluster's topic is the metadata's, not the data dir's: nothing to migrate into.)
+    offsets::LocalOffsets::Options lo;
+    lo.default_partitions = config_.offsets_topic_num_partitions;
+    auto migrated = offsets::LocalOffsets::Open(store_->data_dir(), lo);
+    if (!migrated.ok()) return migrated.status().WithContext("migrating silt-groups/");
+  }
+  // In a cluster, __consumer_offsets is a topic of the cluster's metadata like any other,
+  // replicated, and its partitions are served where they are led.
+  offsets_log_ = std::make_unique<ConsumerOffsetsTopic>(&metadata(), partitions_.get(),
                                                         config_.data_dir,
                                                         config_.offsets_topic_num_partitions);
   SILT_TRY(offsets_log_->Lock());
   groups_ = std::make_unique<GroupCoordinator>(o, offsets_log_.get());
-  Status s = groups_->Load();
-  if (!s.ok()) return s.WithContext("loading __consumer_offsets");
+  if (cluster_) {
+    // Groups are loaded partition by partition as this node comes to lead them.
+    groups_->UseOwnedPartitions(config_.offsets_topic_num_partitions);
+    ownership_ = std::make_unique<GroupOwnership>(&metadata(), groups_.get(),
+                                                  NodeId(config_.node_id));
+    GroupOwnership* own = ownership_.get();
+    metadata().SetChangeListener([own] { own->Poke(); });
+    ownership_->Start();
+  } else {
+    Status s = groups_->Load();
+    if (!s.ok()) return s.WithContext("loading __consumer_offsets");
+  }
   groups_->Start();
   return Status::OK();
 }
@@ -106,6 +122,7 @@ void Broker::Serving(std::function<void(int fd, NodeId peer)> adopt_peer_connect
 
 void Broker::BeginShutdown() {
   stopping_.store(true);
+  if (ownership_) ownership_->Stop();
   if (cluster_) cluster_->Stop();
   if (groups_) groups_->Shutdown();
   if (partitions_) partitions_->WakeAll();
@@ -114,7 +131,9 @@ void Broker::BeginShutdown() {
 Status Broker::Close() {
   if (closed_) return Status::OK();
   closed_ = true;
-  // The coordinator's timer may be writing through the partitions: stop it first.
+  // The coordinator's timer may be writing through the partitions: stop it first (and what
+  // loads partitions into it before that).
+  if (ownership_) ownership_->Stop();
   if (groups_) groups_->Shutdown();
   if (cluster_) cluster_->Stop();
   // The cleaner works on the data dir's logs: stop it before they close.

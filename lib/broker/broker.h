@@ -22,6 +22,7 @@ class LogCleaner;
 namespace silt::broker {
 
 class GroupCoordinator;
+class GroupOwnership;
 class ConsumerOffsetsTopic;
 class LocalMetadataStore;
 
@@ -75,6 +76,8 @@ class Broker {
   // Declared after what they write through, so they go first.
   std::unique_ptr<ConsumerOffsetsTopic> offsets_log_;
   std::unique_ptr<GroupCoordinator> groups_;
+  // Cluster mode: loads and unloads the coordinator's groups as leaderships change.
+  std::unique_ptr<GroupOwnership> ownership_;
   // Compacts cleanup.policy=compact topics (__consumer_offsets included) in the background.
   std::unique_ptr<storage::LogCleaner> cleaner_;
   std::unique_ptr<BrokerContext> context_;

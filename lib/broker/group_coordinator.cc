@@ -176,22 +176,134 @@ Status GroupCoordinator::Load() {
   Status s = log_->Replay([this](std::string_view key, std::optional<std::string_view> value) {
     ApplyStoredRecord(key, value);
   });
-  // Groups left with neither metadata nor offsets were deleted.
-  for (auto it = groups_.begin(); it != groups_.end();) {
-    Group& g = *it->second;
-    if (!g.metadata_stored && g.offsets.empty()) {
-      it = groups_.erase(it);
-      continue;
-    }
-    int64_t now = Now();
-    for (Member& m : g.members) m.heartbeat_deadline = now + m.session_timeout_ms;
-    ++it;
-  }
+  AfterReplay(std::nullopt);
   next_expiry_check_ = Now() + options_.offsets_retention_check_interval_ms;
   if (!groups_.empty()) {
     LogInfo("group coordinator: loaded " + std::to_string(groups_.size()) + " group(s)");
   }
   return s;
+}
+
+void GroupCoordinator::AfterReplay(std::optional<int32_t> partition) {
+  int64_t now = Now();
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    Group& g = *it->second;
+    if (partition && protocol::OffsetsPartitionFor(g.id, owned_count_) != *partition) {
+      ++it;
+      continue;
+    }
+    // Groups left with neither metadata nor offsets were deleted.
+    if (!g.metadata_stored && g.offsets.empty()) {
+      it = groups_.erase(it);
+      continue;
+    }
+    for (Member& m : g.members) m.heartbeat_deadline = now + m.session_timeout_ms;
+    ++it;
+  }
+}
+
+// ---- ownership --------------------------------------------------------------------------
+
+void GroupCoordinator::UseOwnedPartitions(int32_t partition_count) {
+  Scope scope(this);
+  owned_count_ = std::max(partition_count, 1);
+  owned_.clear();
+  // Groups now live elsewhere (another partition count moves them): waiting members look
+  // their coordinator up again.
+  for (auto& [id, g] : groups_) AnswerWaiting(*g, Err(ErrorCode::NOT_COORDINATOR));
+  groups_.clear();
+  next_expiry_check_ = Now() + options_.offsets_retention_check_interval_ms;
+}
+
+int16_t GroupCoordinator::OwnershipError(const std::string& group) {
+  if (owned_count_ == 0) return 0;
+  auto it = owned_.find(protocol::OffsetsPartitionFor(group, owned_count_));
+  if (it == owned_.end()) return Err(ErrorCode::NOT_COORDINATOR);
+  if (it->second.loading) return Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+  return 0;
+}
+
+void GroupCoordinator::AnswerWaiting(Group& g, int16_t error) {
+  for (Member& m : g.members) {
+    if (m.awaiting_join) AnswerJoin(g, m, error);
+    if (m.awaiting_sync) {
+      protocol::SyncGroupResponse r;
+      r.error_code = error;
+      calls_.push_back([cb = std::move(m.awaiting_sync), r] { cb(r); });
+      m.awaiting_sync = nullptr;
+    }
+  }
+}
+
+Status GroupCoordinator::LoadPartition(int32_t partition) {
+  uint64_t id;
+  {
+    Scope scope(this);
+    if (stopping_) return Status::Busy("the group coordinator is shutting down");
+    if (owned_count_ == 0) return Status::Internal("LoadPartition without UseOwnedPartitions");
+    id = ++load_seq_;
+    owned_[partition] = OwnedPartition{id, true};
+    // A reload (a new leader epoch): what was served before is replaced by what the log says.
+    for (auto it = groups_.begin(); it != groups_.end();) {
+      if (protocol::OffsetsPartitionFor(it->first, owned_count_) == partition) {
+        AnswerWaiting(*it->second, Err(ErrorCode::NOT_COORDINATOR));
+        it = groups_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // Read without the lock: the other partitions' groups are served meanwhile.
+  std::vector<StoredRecord> records;
+  Status s = log_->ReplayPartition(partition, [&records](std::string_view key,
+                                                         std::optional<std::string_view> value) {
+    records.push_back({std::string(key),
+                       value ? std::optional<std::string>(std::string(*value)) : std::nullopt});
+  });
+  Scope scope(this);
+  auto it = owned_.find(partition);
+  if (it == owned_.end() || it->second.load_id != id) return Status::OK();  // overtaken
+  if (!s.ok()) {
+    owned_.erase(it);
+    return s.WithContext("loading the groups of __consumer_offsets-" + std::to_string(partition));
+  }
+  for (const StoredRecord& r : records) {
+    ApplyStoredRecord(r.key, r.value ? std::optional<std::string_view>(*r.value) : std::nullopt);
+  }
+  AfterReplay(partition);
+  it->second.loading = false;
+  size_t n = 0;
+  for (const auto& [gid, g] : groups_) {
+    if (protocol::OffsetsPartitionFor(gid, owned_count_) == partition) ++n;
+  }
+  LogInfo("group coordinator: now coordinating __consumer_offsets-" + std::to_string(partition) +
+          " (" + std::to_string(n) + " group(s) loaded from " + std::to_string(records.size()) +
+          " record(s))");
+  return Status::OK();
+}
+
+void GroupCoordinator::UnloadPartition(int32_t partition) {
+  Scope scope(this);
+  if (owned_.erase(partition) == 0) return;
+  size_t n = 0;
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    if (protocol::OffsetsPartitionFor(it->first, owned_count_) == partition) {
+      AnswerWaiting(*it->second, Err(ErrorCode::NOT_COORDINATOR));
+      it = groups_.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  LogInfo("group coordinator: no longer coordinating __consumer_offsets-" +
+          std::to_string(partition) + " (" + std::to_string(n) + " group(s) unloaded)");
+}
+
+std::vector<int32_t> GroupCoordinator::OwnedPartitions() {
+  Scope scope(this);
+  std::vector<int32_t> out;
+  for (const auto& [p, o] : owned_) out.push_back(p);
+  return out;
 }
 
 void GroupCoordinator::ApplyStoredRecord(std::string_view key,
@@ -269,17 +381,7 @@ void GroupCoordinator::Shutdown() {
     Scope scope(this);
     if (!stopping_) {
       stopping_ = true;
-      for (auto& [id, g] : groups_) {
-        for (Member& m : g->members) {
-          if (m.awaiting_join) AnswerJoin(*g, m, Err(ErrorCode::NOT_COORDINATOR));
-          if (m.awaiting_sync) {
-            protocol::SyncGroupResponse r;
-            r.error_code = Err(ErrorCode::NOT_COORDINATOR);
-            calls_.push_back([cb = std::move(m.awaiting_sync), r] { cb(r); });
-            m.awaiting_sync = nullptr;
-          }
-        }
-      }
+      for (auto& [id, g] : groups_) AnswerWaiting(*g, Err(ErrorCode::NOT_COORDINATOR));
     }
   }
   if (timer_.joinable()) timer_.join();
@@ -300,9 +402,15 @@ void GroupCoordinator::TimerLoop() {
     if (prepare_requested_ && !prepared_) {
       lock.unlock();
       Status s = log_->Prepare();
-      if (!s.ok()) LogWarn("group coordinator: preparing the offsets log: " + s.ToString());
       lock.lock();
-      prepared_ = true;
+      // A failure (in a cluster: too few brokers up for the topic's replication factor) is
+      // tried again at the next request for it; said once, not at every FindCoordinator.
+      if (!s.ok() && !prepare_failed_) {
+        LogWarn("group coordinator: preparing the offsets log: " + s.ToString());
+      }
+      prepare_failed_ = !s.ok();
+      prepared_ = s.ok();
+      prepare_requested_ = false;
       continue;
     }
     int64_t deadline = NextDeadline();
@@ -590,6 +698,12 @@ void GroupCoordinator::JoinLocked(const protocol::JoinGroupRequest& req, int16_t
   };
   if (stopping_) return fail(ErrorCode::COORDINATOR_NOT_AVAILABLE);
   if (req.group_id.empty()) return fail(ErrorCode::INVALID_GROUP_ID);
+  if (int16_t e = OwnershipError(req.group_id)) {
+    protocol::JoinGroupResponse r;
+    r.error_code = e;
+    calls_.push_back([done = std::move(done), r] { done(r); });
+    return;
+  }
   if (req.session_timeout_ms < options_.min_session_timeout_ms ||
       req.session_timeout_ms > options_.max_session_timeout_ms) {
     return fail(ErrorCode::INVALID_SESSION_TIMEOUT);
@@ -756,6 +870,7 @@ void GroupCoordinator::SyncGroup(const protocol::SyncGroupRequest& req, int16_t 
     calls_.push_back([done = std::move(done), r] { done(r); });
   };
   if (stopping_) return answer(Err(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+  if (int16_t e = OwnershipError(req.group_id)) return answer(e);
   Group* g = FindGroup(req.group_id);
   if (g == nullptr) return answer(Err(ErrorCode::UNKNOWN_MEMBER_ID));
   if (g->state == State::kDead) return answer(Err(ErrorCode::COORDINATOR_NOT_AVAILABLE));
@@ -830,6 +945,10 @@ protocol::HeartbeatResponse GroupCoordinator::Heartbeat(const protocol::Heartbea
     return r;
   };
   if (stopping_) return set(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+  if (int16_t e = OwnershipError(req.group_id)) {
+    r.error_code = e;
+    return r;
+  }
   Group* g = FindGroup(req.group_id);
   if (g == nullptr) return set(ErrorCode::UNKNOWN_MEMBER_ID);
   if (g->state == State::kDead) return set(ErrorCode::COORDINATOR_NOT_AVAILABLE);
@@ -855,11 +974,14 @@ protocol::LeaveGroupResponse GroupCoordinator::LeaveGroup(const protocol::LeaveG
   std::vector<protocol::LeaveGroupRequest::Member> leaving = req.members;
   if (version < 3) leaving = {{req.member_id, std::nullopt}};
   Group* g = FindGroup(req.group_id);
+  const int16_t ownership = stopping_ ? 0 : OwnershipError(req.group_id);
   for (const auto& l : leaving) {
     protocol::LeaveGroupResponse::Member mr{l.member_id, l.group_instance_id, 0};
     std::string id = l.member_id;
     if (stopping_) {
       mr.error_code = Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    } else if (ownership != 0) {
+      mr.error_code = ownership;
     } else if (g == nullptr || g->state == State::kDead) {
       mr.error_code = Err(ErrorCode::UNKNOWN_MEMBER_ID);
     } else if (l.group_instance_id) {
@@ -893,7 +1015,7 @@ protocol::LeaveGroupResponse GroupCoordinator::LeaveGroup(const protocol::LeaveG
 // ---- offsets ----------------------------------------------------------------------------
 
 protocol::OffsetCommitResponse GroupCoordinator::CommitOffsets(
-    const protocol::OffsetCommitRequest& req, int16_t version) {
+    const protocol::OffsetCommitRequest& req, int16_t version, AppendedAt* at) {
   Scope scope(this);
   protocol::OffsetCommitResponse resp;
   auto all = [&](int16_t error) {
@@ -907,6 +1029,7 @@ protocol::OffsetCommitResponse GroupCoordinator::CommitOffsets(
   };
   if (stopping_) return all(Err(ErrorCode::COORDINATOR_NOT_AVAILABLE));
   if (req.group_id.empty()) return all(Err(ErrorCode::INVALID_GROUP_ID));
+  if (int16_t e = OwnershipError(req.group_id)) return all(e);
   // v0 carries no generation: a commit outside group management.
   int32_t generation = version == 0 ? -1 : req.generation_id_or_member_epoch;
   Group* g = FindGroup(req.group_id);
@@ -956,10 +1079,13 @@ protocol::OffsetCommitResponse GroupCoordinator::CommitOffsets(
     }
     resp.topics.push_back(std::move(tr));
   }
-  Status s = log_->Append(req.group_id, recs);
+  Status s = log_->Append(req.group_id, recs, at);
   if (!s.ok()) {
     LogError("group " + req.group_id + ": storing offsets: " + s.ToString());
-    int16_t error = Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    // Kafka's mapping: a partition this node no longer leads sends the client to look the
+    // coordinator up again; anything else is worth a retry here.
+    int16_t error = Err(s.code() == Status::Code::kNotLeader ? ErrorCode::NOT_COORDINATOR
+                                        : ErrorCode::COORDINATOR_NOT_AVAILABLE);
     for (auto& t : resp.topics) {
       for (auto& p : t.partitions) {
         if (p.error_code == 0) p.error_code = error;
@@ -975,8 +1101,25 @@ protocol::OffsetFetchResponse GroupCoordinator::FetchOffsets(const protocol::Off
                                                              int16_t version) {
   Scope scope(this);
   protocol::OffsetFetchResponse resp;
-  if (stopping_) {
-    resp.error_code = Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+  const int16_t refused =
+      stopping_ ? Err(ErrorCode::COORDINATOR_NOT_AVAILABLE) : OwnershipError(req.group_id);
+  if (refused != 0) {
+    // v2+ carry the group's error; v0-1 only the partitions' (the same, on each named one).
+    resp.error_code = refused;
+    if (req.topics) {
+      for (const auto& t : *req.topics) {
+        protocol::OffsetFetchResponse::Topic tr;
+        tr.name = t.name;
+        for (int32_t p : t.partition_indexes) {
+          protocol::OffsetFetchResponse::Partition pr;
+          pr.partition_index = p;
+          pr.metadata = "";
+          pr.error_code = refused;
+          tr.partitions.push_back(std::move(pr));
+        }
+        resp.topics.push_back(std::move(tr));
+      }
+    }
     return resp;
   }
   Group* g = FindGroup(req.group_id);
@@ -1082,6 +1225,8 @@ protocol::DescribeGroupsResponse GroupCoordinator::DescribeGroups(
     Group* g = FindGroup(id);
     if (stopping_) {
       gr.error_code = Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    } else if (int16_t e = OwnershipError(id)) {
+      gr.error_code = e;
     } else if (g == nullptr) {
       gr.group_state = "Dead";
     } else {
@@ -1115,6 +1260,13 @@ protocol::ListGroupsResponse GroupCoordinator::ListGroups() {
     resp.error_code = Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
     return resp;
   }
+  for (const auto& [p, o] : owned_) {
+    // Kafka's answer while some groups are not known yet: the list would be incomplete.
+    if (o.loading) {
+      resp.error_code = Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+      return resp;
+    }
+  }
   for (const auto& [id, g] : groups_) {
     if (g->state == State::kDead) continue;
     resp.groups.push_back({id, g->protocol_type});
@@ -1131,6 +1283,8 @@ protocol::DeleteGroupsResponse GroupCoordinator::DeleteGroups(
     Group* g = FindGroup(id);
     if (stopping_) {
       r.error_code = Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    } else if (int16_t e = id.empty() ? 0 : OwnershipError(id)) {
+      r.error_code = e;
     } else if (id.empty()) {
       // Kafka accepts "" here for groups that committed under it; OffsetCommit refuses "" in
       // silt, so no such group can exist.

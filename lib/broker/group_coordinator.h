@@ -24,6 +24,14 @@
 // assigned, deletions) is written through an OffsetLog before it is acknowledged; Load()
 // replays that log.
 //
+// Ownership. On a single node the coordinator owns every group (Load). In a cluster a group
+// belongs to the leader of its __consumer_offsets partition (protocol::OffsetsPartitionFor):
+// after UseOwnedPartitions(n) the coordinator owns only the groups of the partitions it was
+// told to load. LoadPartition replays one partition when this node becomes its leader (its
+// groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile); UnloadPartition forgets them when it
+// stops leading (waiting joins and syncs, and every later request, get NOT_COORDINATOR, so
+// clients look the coordinator up again). Any other group gets NOT_COORDINATOR.
+//
 // Threads: all methods may be called from any thread; state is guarded by one mutex, and
 // response callbacks run after it is released. Deadlines (session, rebalance, initial delay,
 // offset expiry) are kept by one timer thread that sleeps until the next one, or by the caller
@@ -77,13 +85,28 @@ class GroupCoordinator {
   Status Load();
   // Starts the timer thread (when options.run_timer_thread).
   void Start();
+
+  // From now on only the groups of loaded partitions of the topic's `partition_count` are
+  // this coordinator's (cluster mode; call before serving, instead of Load).
+  void UseOwnedPartitions(int32_t partition_count);
+  // Replays partition `partition` and serves its groups from then on. While it replays, the
+  // partition's groups get COORDINATOR_LOAD_IN_PROGRESS. A partition already loaded is
+  // replayed again (after a new leader epoch, what it holds may have changed). An
+  // UnloadPartition meanwhile wins: the replay's result is dropped. Errors reading the log are
+  // returned and leave the partition unloaded.
+  Status LoadPartition(int32_t partition);
+  // Forgets the groups of `partition` (see above). Nothing when it was not loaded.
+  void UnloadPartition(int32_t partition);
+  // The partitions loaded (and being loaded), for tests and logs.
+  std::vector<int32_t> OwnedPartitions();
   // Answers every waiting JoinGroup/SyncGroup with NOT_COORDINATOR (clients look for the
   // coordinator again), refuses new requests with COORDINATOR_NOT_AVAILABLE and stops the
   // timer thread. Idempotent.
   void Shutdown();
 
   // Asks the timer thread to get the offset log ready for writes (creating __consumer_offsets)
-  // now, so that the first group to store something does not wait for it. Returns at once.
+  // now, so that the first group to store something does not wait for it. Returns at once. A
+  // failed attempt is made again at the next call.
   void PrepareStorageSoon();
 
   // Each request is answered through its callback exactly once, now or later, from any thread.
@@ -92,8 +115,11 @@ class GroupCoordinator {
   void SyncGroup(const protocol::SyncGroupRequest& req, int16_t version, SyncCallback done);
   protocol::HeartbeatResponse Heartbeat(const protocol::HeartbeatRequest& req, int16_t version);
   protocol::LeaveGroupResponse LeaveGroup(const protocol::LeaveGroupRequest& req, int16_t version);
+  // Writes the commit and answers it. When `at` is given and something was written, it says
+  // where: the caller answers once that offset is committed (the partition's high watermark
+  // passes it); the offsets are served by OffsetFetch from the moment they are written.
   protocol::OffsetCommitResponse CommitOffsets(const protocol::OffsetCommitRequest& req,
-                                               int16_t version);
+                                               int16_t version, AppendedAt* at = nullptr);
   protocol::OffsetFetchResponse FetchOffsets(const protocol::OffsetFetchRequest& req,
                                              int16_t version);
   protocol::DescribeGroupsResponse DescribeGroups(const protocol::DescribeGroupsRequest& req,
@@ -125,6 +151,14 @@ class GroupCoordinator {
   struct Group;
   class Scope;
 
+  // 0 when this coordinator serves `group` now, else NOT_COORDINATOR or
+  // COORDINATOR_LOAD_IN_PROGRESS (cluster mode).
+  int16_t OwnershipError(const std::string& group);
+  // Answers the waiting requests of `g` with `error` (unload, shutdown).
+  void AnswerWaiting(Group& g, int16_t error);
+  // Drops groups left with neither metadata nor offsets, and gives stored members a fresh
+  // session; for every group, or those of one partition.
+  void AfterReplay(std::optional<int32_t> partition);
   Group* FindGroup(const std::string& id);
   Group& GetOrCreateGroup(const std::string& id);
   void JoinLocked(const protocol::JoinGroupRequest& req, int16_t version, const ClientInfo& client,
@@ -152,8 +186,18 @@ class GroupCoordinator {
   std::map<std::string, std::unique_ptr<Group>> groups_;
   std::vector<std::function<void()>> calls_;  // callbacks to run once mu_ is released
   bool stopping_ = false;
+  // Cluster mode: the topic's partition count (0: a single node, every group is ours) and the
+  // partitions owned. A load's id tells a replay overtaken by an unload or a newer load.
+  struct OwnedPartition {
+    uint64_t load_id = 0;
+    bool loading = true;
+  };
+  int32_t owned_count_ = 0;
+  std::map<int32_t, OwnedPartition> owned_;
+  uint64_t load_seq_ = 0;
   bool prepare_requested_ = false;
   bool prepared_ = false;
+  bool prepare_failed_ = false;
   int64_t next_expiry_check_ = 0;
   uint64_t id_counter_ = 0;
   std::thread timer_;

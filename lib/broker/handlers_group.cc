@@ -1,8 +1,12 @@
 // FindCoordinator and the group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 // OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups. The work is the GroupCoordinator's;
 // these decode, call it and encode.
+#include <algorithm>
+
+#include "broker/delayed_operation.h"
 #include "broker/group_coordinator.h"
 #include "broker/handlers.h"
+#include "protocol/consumer_offsets.h"
 #include "protocol/messages.h"
 
 namespace silt::broker {
@@ -22,27 +26,147 @@ std::string ClientHost(const std::string& peer) {
   return "/" + host;
 }
 
+// Kafka's offsets.commit.timeout.ms default: how long a commit waits to be replicated.
+constexpr int64_t kOffsetsCommitTimeoutMs = 5000;
+
+// One coordinator lookup's answer (v4's Coordinator; v0-3 carry the same fields at the top).
+protocol::FindCoordinatorResponse::Coordinator NoCoordinator(const std::string& key,
+                                                             std::string why) {
+  protocol::FindCoordinatorResponse::Coordinator c;
+  c.key = key;
+  c.node_id = -1;
+  c.port = -1;
+  c.error_code = Wire(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+  c.error_message = std::move(why);
+  return c;
+}
+
+// The coordinator of group `key`. On a single node, this node. In a cluster (the metadata
+// store knows a controller), the leader of the group's __consumer_offsets partition:
+// COORDINATOR_NOT_AVAILABLE while the topic does not exist (its creation is asked for, as in
+// Kafka) or the partition has no leader that clients can reach.
+protocol::FindCoordinatorResponse::Coordinator FindGroupCoordinator(BrokerContext& ctx,
+                                                                    const std::string& key) {
+  // As in Kafka, looking for a group coordinator gets __consumer_offsets created (here in the
+  // background, so this answer does not wait for it).
+  ctx.groups.PrepareStorageSoon();
+  protocol::FindCoordinatorResponse::Coordinator c;
+  c.key = key;
+  if (!ctx.metadata.Controller().has_value()) {
+    c.node_id = ctx.node.node_id.value();
+    c.host = ctx.node.advertised_host;
+    c.port = ctx.node.advertised_port;
+    return c;
+  }
+  auto topic = ctx.metadata.GetTopic(std::string(protocol::kConsumerOffsetsTopic));
+  if (!topic.ok() || topic->partition_count <= 0) {
+    return NoCoordinator(key, "__consumer_offsets does not exist yet");
+  }
+  int32_t p = protocol::OffsetsPartitionFor(key, topic->partition_count);
+  if (p >= static_cast<int32_t>(topic->partitions.size())) {
+    return NoCoordinator(key, "__consumer_offsets-" + std::to_string(p) + " is not known yet");
+  }
+  NodeId leader = topic->partitions[p].leader;
+  if (leader.value() < 0) {
+    return NoCoordinator(key, "__consumer_offsets-" + std::to_string(p) + " has no leader");
+  }
+  if (leader == ctx.node.node_id) {
+    c.node_id = leader.value();
+    c.host = ctx.node.advertised_host;
+    c.port = ctx.node.advertised_port;
+    return c;
+  }
+  for (const BrokerEndpoint& b : ctx.metadata.Brokers()) {
+    if (b.id != leader) continue;
+    c.node_id = b.id.value();
+    c.host = b.host;
+    c.port = b.port;
+    return c;
+  }
+  return NoCoordinator(key, "the leader of __consumer_offsets-" + std::to_string(p) + ", node " +
+                                std::to_string(leader.value()) + ", is not available");
+}
+
+// An OffsetCommit written to __consumer_offsets but not yet committed there: answered once the
+// partition's high watermark passes the batch. Leadership lost meanwhile is NOT_COORDINATOR
+// and the timeout COORDINATOR_NOT_AVAILABLE (Kafka's mapping of NOT_LEADER_OR_FOLLOWER and
+// REQUEST_TIMED_OUT for offset commits); either way the client retries.
+class DelayedCommit : public DelayedOperation {
+ public:
+  DelayedCommit(BrokerContext& ctx, std::shared_ptr<Request> req,
+                protocol::OffsetCommitResponse resp, std::shared_ptr<Partition> partition,
+                Offset needed, Respond respond)
+      : DelayedOperation(req->executor, &ctx.stopping),
+        req_(std::move(req)),
+        resp_(std::move(resp)),
+        partition_(std::move(partition)),
+        needed_(needed),
+        respond_(std::move(respond)) {}
+
+  void Start(int64_t timeout_ms) {
+    DelayedOperation::Start({partition_}, WatchOffset::kHighWatermark, timeout_ms);
+  }
+
+ protected:
+  bool TryComplete(bool final) override {
+    int16_t error = 0;
+    if (!partition_->alive()) {
+      error = Wire(ErrorCode::NOT_COORDINATOR);
+    } else if (partition_->high_watermark() < needed_) {
+      if (!final) return false;
+      error = Wire(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    }
+    if (error != 0) {
+      for (auto& t : resp_.topics) {
+        for (auto& p : t.partitions) {
+          if (p.error_code == 0) p.error_code = error;
+        }
+      }
+    }
+    Respond r = std::move(respond_);
+    r(EncodeBody(resp_, req_->api_version));
+    return true;
+  }
+  void OnCompleted() override { partition_.reset(); }
+
+ private:
+  std::shared_ptr<Request> req_;
+  protocol::OffsetCommitResponse resp_;
+  std::shared_ptr<Partition> partition_;
+  Offset needed_;
+  Respond respond_;
+};
+
 }  // namespace
 
 Status HandleFindCoordinator(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::FindCoordinatorRequest request;
   SILT_TRY(DecodeBody(*req, &request));
-  protocol::FindCoordinatorResponse resp;
-  if (request.key_type != 0) {
-    // Transactions (key type 1) have no coordinator here.
-    resp.error_code = Wire(ErrorCode::COORDINATOR_NOT_AVAILABLE);
-    resp.error_message = "transactions are not supported";
-    resp.node_id = -1;
-    resp.port = -1;
-  } else {
-    // As in Kafka, looking for a group coordinator gets __consumer_offsets created (here in
-    // the background, so this answer does not wait for it).
-    ctx.groups.PrepareStorageSoon();
-    resp.node_id = ctx.node.node_id.value();
-    resp.host = ctx.node.advertised_host;
-    resp.port = ctx.node.advertised_port;
+  const int16_t version = req->api_version;
+  // v4 batches keys (KIP-699); v0-3 name one.
+  std::vector<std::string> keys = version >= 4 ? request.coordinator_keys
+                                               : std::vector<std::string>{request.key};
+  std::vector<protocol::FindCoordinatorResponse::Coordinator> answers;
+  for (const std::string& key : keys) {
+    if (request.key_type != 0) {
+      // Transactions (key type 1) have no coordinator here.
+      answers.push_back(NoCoordinator(key, "transactions are not supported"));
+    } else {
+      answers.push_back(FindGroupCoordinator(ctx, key));
+    }
   }
-  respond(EncodeBody(resp, req->api_version));
+  protocol::FindCoordinatorResponse resp;
+  if (version >= 4) {
+    resp.coordinators = std::move(answers);
+  } else if (!answers.empty()) {
+    const auto& a = answers.front();
+    resp.error_code = a.error_code;
+    resp.error_message = a.error_message;
+    resp.node_id = a.node_id;
+    resp.host = a.host;
+    resp.port = a.port;
+  }
+  respond(EncodeBody(resp, version));
   return Status::OK();
 }
 
@@ -86,7 +210,24 @@ Status HandleLeaveGroup(BrokerContext& ctx, std::shared_ptr<Request> req, Respon
 Status HandleOffsetCommit(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::OffsetCommitRequest request;
   SILT_TRY(DecodeBody(*req, &request));
-  respond(EncodeBody(ctx.groups.CommitOffsets(request, req->api_version), req->api_version));
+  AppendedAt at;
+  protocol::OffsetCommitResponse resp = ctx.groups.CommitOffsets(request, req->api_version, &at);
+  std::shared_ptr<Partition> partition;
+  if (at.partition >= 0 && at.last_offset >= 0) {
+    auto p = ctx.partitions.Get(std::string(protocol::kConsumerOffsetsTopic),
+                                PartitionId(at.partition));
+    // The append just went through this partition; if it is gone already, the high watermark
+    // can no longer be watched and the commit is answered as written.
+    if (p.ok()) partition = *p;
+  }
+  // Answered once committed: on a single node the high watermark is already past the batch.
+  if (partition == nullptr || partition->high_watermark() > Offset(at.last_offset)) {
+    respond(EncodeBody(resp, req->api_version));
+    return Status::OK();
+  }
+  auto delayed = std::make_shared<DelayedCommit>(ctx, req, std::move(resp), std::move(partition),
+                                                 Offset(at.last_offset + 1), std::move(respond));
+  delayed->Start(kOffsetsCommitTimeoutMs);
   return Status::OK();
 }
 

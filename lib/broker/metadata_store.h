@@ -112,10 +112,15 @@ class MetadataStore {
   void SetDeleteListener(std::function<void(const std::string& topic)> fn) {
     on_delete_ = std::move(fn);
   }
+  // Called, from the store's own thread, after the metadata changed (topics, leaders, epochs):
+  // it must not block. One listener; set before serving. A single node's store, which changes
+  // only through its own calls, never calls it.
+  void SetChangeListener(std::function<void()> fn) { on_change_ = std::move(fn); }
 
  protected:
   virtual bool auto_create_topics() const = 0;
   std::function<void(const std::string&)> on_delete_;
+  std::function<void()> on_change_;
 };
 
 // Where a partition's log comes from: the data dir on this node.

@@ -13,14 +13,20 @@ namespace silt::broker {
 
 // ---- MemoryOffsetLog --------------------------------------------------------------------
 
-Status MemoryOffsetLog::Append(const std::string& group, const std::vector<StoredRecord>& records) {
+Status MemoryOffsetLog::Append(const std::string& group, const std::vector<StoredRecord>& records,
+                               AppendedAt* at) {
   std::lock_guard<std::mutex> lock(mu_);
   if (fail_next_) {
     Status s = *fail_next_;
     fail_next_.reset();
     return s;
   }
-  records_.insert(records_.end(), records.begin(), records.end());
+  int32_t p = protocol::OffsetsPartitionFor(group, partitions_);
+  for (const StoredRecord& r : records) records_.push_back({p, r});
+  if (at != nullptr && !records.empty()) {
+    at->partition = p;
+    at->last_offset = -1;
+  }
   return Status::OK();
 }
 
@@ -32,9 +38,24 @@ Status MemoryOffsetLog::Replay(const ReplayFn& fn) {
   return Status::OK();
 }
 
+Status MemoryOffsetLog::ReplayPartition(int32_t partition, const ReplayFn& fn) {
+  std::vector<std::pair<int32_t, StoredRecord>> copy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    copy = records_;
+  }
+  for (const auto& [p, r] : copy) {
+    if (p != partition) continue;
+    fn(r.key, r.value ? std::optional<std::string_view>(*r.value) : std::nullopt);
+  }
+  return Status::OK();
+}
+
 std::vector<StoredRecord> MemoryOffsetLog::records() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return records_;
+  std::vector<StoredRecord> out;
+  for (const auto& [p, r] : records_) out.push_back(r);
+  return out;
 }
 
 void MemoryOffsetLog::FailNextAppend(Status s) {
@@ -80,6 +101,23 @@ class ConsumerOffsetsTopic::Partitions : public offsets::OffsetsPartitions {
       return created.status();
     }
     // The new partitions' locks, held from now on like the others'.
+    SILT_TRY(LockUpTo(n));
+    return n;
+  }
+
+  Status Append(int32_t partition, std::string* batch) override {
+    // In a cluster the topic may have been made elsewhere (by the controller): its partitions'
+    // locks are taken on the first write here.
+    SILT_TRY(LockUpTo(partition + 1));
+    SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
+                          partitions_->Get(protocol::kConsumerOffsetsTopic, PartitionId(partition)));
+    auto appended = p->AppendInternal(batch);
+    if (!appended.ok()) return appended.status().WithContext("writing __consumer_offsets");
+    return Status::OK();
+  }
+
+  // Takes the locks of partitions below n not held yet.
+  Status LockUpTo(int32_t n) {
     std::lock_guard<std::mutex> lock(mu_);
     for (; locked_partitions_ < n; ++locked_partitions_) {
       SILT_ASSIGN_OR_RETURN(offsets::WriterLock l,
@@ -87,14 +125,6 @@ class ConsumerOffsetsTopic::Partitions : public offsets::OffsetsPartitions {
                                                           offsets::LockRole::kBroker, 0));
       locks_.push_back(std::move(l));
     }
-    return n;
-  }
-
-  Status Append(int32_t partition, std::string* batch) override {
-    SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
-                          partitions_->Get(protocol::kConsumerOffsetsTopic, PartitionId(partition)));
-    auto appended = p->AppendInternal(batch);
-    if (!appended.ok()) return appended.status().WithContext("writing __consumer_offsets");
     return Status::OK();
   }
 
@@ -125,10 +155,14 @@ ConsumerOffsetsTopic::~ConsumerOffsetsTopic() = default;
 Status ConsumerOffsetsTopic::Lock() { return parts_->Lock(); }
 
 Status ConsumerOffsetsTopic::Append(const std::string& group,
-                                    const std::vector<StoredRecord>& records) {
-  return store_.Append(group, records, NowMs().value());
+                                    const std::vector<StoredRecord>& records, AppendedAt* at) {
+  return store_.Append(group, records, NowMs().value(), at);
 }
 
 Status ConsumerOffsetsTopic::Replay(const ReplayFn& fn) { return store_.Replay(fn); }
+
+Status ConsumerOffsetsTopic::ReplayPartition(int32_t partition, const ReplayFn& fn) {
+  return store_.ReplayPartition(partition, fn);
+}
 
 }  // namespace silt::broker

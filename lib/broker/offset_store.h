@@ -26,32 +26,47 @@ class PartitionManager;
 // A key and its value; no value is a tombstone.
 using StoredRecord = offsets::Record;
 
+// Where an append went: the __consumer_offsets partition and the batch's last offset (-1 for
+// a log that has no offsets, such as the memory one).
+using AppendedAt = offsets::OffsetStore::Appended;
+
 class OffsetLog {
  public:
   virtual ~OffsetLog() = default;
-  // Appends `records` for `group` as one batch (all or nothing) to the group's partition.
-  virtual Status Append(const std::string& group, const std::vector<StoredRecord>& records) = 0;
+  // Appends `records` for `group` as one batch (all or nothing) to the group's partition, and
+  // says where in `*at` when given.
+  virtual Status Append(const std::string& group, const std::vector<StoredRecord>& records,
+                        AppendedAt* at = nullptr) = 0;
   // Calls fn for every record stored, each partition in offset order. A value of nullopt is a
   // tombstone. Control batches are skipped.
   using ReplayFn = std::function<void(std::string_view key, std::optional<std::string_view> value)>;
   virtual Status Replay(const ReplayFn& fn) = 0;
+  // Calls fn for every record stored in one partition of the topic, in offset order (what a
+  // coordinator that just became the partition's leader loads). Nothing for a partition the
+  // topic does not have.
+  virtual Status ReplayPartition(int32_t partition, const ReplayFn& fn) = 0;
   // Makes the storage ready for writes ahead of the first one (may take a while: creating
   // the topic). Optional; Append does it too when needed.
   virtual Status Prepare() { return Status::OK(); }
 };
 
-// Records kept in memory, in append order (tests).
+// Records kept in memory, in append order (tests). Partition p of `partitions` holds the
+// groups protocol::OffsetsPartitionFor puts there.
 class MemoryOffsetLog : public OffsetLog {
  public:
-  Status Append(const std::string& group, const std::vector<StoredRecord>& records) override;
+  explicit MemoryOffsetLog(int32_t partitions = 1) : partitions_(partitions) {}
+  Status Append(const std::string& group, const std::vector<StoredRecord>& records,
+                AppendedAt* at = nullptr) override;
   Status Replay(const ReplayFn& fn) override;
+  Status ReplayPartition(int32_t partition, const ReplayFn& fn) override;
   std::vector<StoredRecord> records() const;
   // Makes the next Append fail with `s` (once).
   void FailNextAppend(Status s);
 
  private:
+  const int32_t partitions_;
   mutable std::mutex mu_;
-  std::vector<StoredRecord> records_;
+  std::vector<std::pair<int32_t, StoredRecord>> records_;  // (partition, record)
   std::optional<Status> fail_next_;
 };
 
@@ -67,8 +82,10 @@ class ConsumerOffsetsTopic : public OffsetLog {
   // Takes the writer locks of the topic and its partitions for the broker's lifetime, so that
   // no local command writes them meanwhile. Busy (naming the holder) when one does now.
   Status Lock();
-  Status Append(const std::string& group, const std::vector<StoredRecord>& records) override;
+  Status Append(const std::string& group, const std::vector<StoredRecord>& records,
+                AppendedAt* at = nullptr) override;
   Status Replay(const ReplayFn& fn) override;
+  Status ReplayPartition(int32_t partition, const ReplayFn& fn) override;
   Status Prepare() override { return store_.Prepare(); }
 
  private:

@@ -36,7 +36,7 @@ using Clock = std::chrono::steady_clock;
 using broker::LogInfo;
 using broker::LogWarn;
 
-bool IsLocalOnly(const std::string& topic) { return topic == protocol::kConsumerOffsetsTopic; }
+bool IsOffsetsTopic(const std::string& topic) { return topic == protocol::kConsumerOffsetsTopic; }
 
 broker::TopicMetadata Describe(const MetadataImage& img, const TopicImage& t) {
   broker::TopicMetadata out;
@@ -44,6 +44,7 @@ broker::TopicMetadata Describe(const MetadataImage& img, const TopicImage& t) {
   out.topic_id = t.id.ToString();
   out.partition_count = static_cast<int32_t>(t.partitions.size());
   out.configs = img.configs(ConfigResource::kTopic, t.name);
+  out.internal = IsOffsetsTopic(t.name);
   for (const auto& [p, part] : t.partitions) {
     out.partitions.push_back(broker::PartitionAssignment{PartitionId(p), part.leader,
                                                          part.leader_epoch, part.replicas,
@@ -91,6 +92,9 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
 
   void NotifyDelete(const std::string& topic) {
     if (on_delete_) on_delete_(topic);
+  }
+  void NotifyChange() {
+    if (on_change_) on_change_();
   }
 
  protected:
@@ -149,6 +153,8 @@ struct ClusterNode::Impl {
   // MonotonicMs of the last heartbeat a ready controller answered (or of this node's own
   // readiness as the controller); the replica manager's isolation test.
   std::atomic<int64_t> last_controller_contact_ms{MonotonicMs()};
+  // The controller's next try at creating __consumer_offsets (member thread).
+  Clock::time_point next_offsets_topic_try;
 
   std::shared_ptr<const MetadataImage> image() const { return sm.image(); }
   bool Stopping() {
@@ -172,6 +178,12 @@ struct ClusterNode::Impl {
   void OnKafkaPeer(NodeId sender, int fd);
   void StartReplicas();
   void ServePeer(NodeId sender, int fd);
+
+  // offsets.topic.replication.factor, or min(3, voters) when it is -1.
+  int32_t OffsetsReplicationFactor() const;
+  // On the ready controller: creates __consumer_offsets once enough brokers are up for its
+  // replication factor (as Kafka, which waits for them too).
+  void MaybeCreateOffsetsTopic();
 };
 
 // ---- proposals --------------------------------------------------------------------------
@@ -400,6 +412,7 @@ void ClusterNode::Impl::MemberLoop() {
       SendHeartbeat();
       CheckLiveness();
       if (quorum->IsReadyLeader()) last_controller_contact_ms = MonotonicMs();
+      MaybeCreateOffsetsTopic();
     }
     // Only once registered: the registration's entry was applied here, so the image holds
     // every change committed before it, and a local topic missing from it was deleted (before
@@ -409,6 +422,8 @@ void ClusterNode::Impl::MemberLoop() {
       Reconcile();
       if (!replicas) StartReplicas();
       if (replicas) replicas->Wake();
+      // The broker follows leaderships (its group coordinator's partitions) from here.
+      store.NotifyChange();
     }
   }
 }
@@ -512,6 +527,36 @@ void ClusterNode::Impl::ControlledShutdown() {
           " ms (controlled.shutdown.timeout.ms); stopping anyway");
 }
 
+int32_t ClusterNode::Impl::OffsetsReplicationFactor() const {
+  int32_t rf = options.config.offsets_topic_replication_factor;
+  if (rf > 0) return rf;
+  return std::min<int32_t>(3, static_cast<int32_t>(options.voters.size()));
+}
+
+void ClusterNode::Impl::MaybeCreateOffsetsTopic() {
+  if (!quorum->IsReadyLeader()) return;
+  auto now = Clock::now();
+  if (now < next_offsets_topic_try) return;
+  auto img = image();
+  if (img->FindTopic(std::string(protocol::kConsumerOffsetsTopic)) != nullptr) return;
+  int32_t up = 0;
+  for (const auto& [id, b] : img->brokers()) {
+    if (!b.fenced) ++up;
+  }
+  if (up < OffsetsReplicationFactor()) return;
+  next_offsets_topic_try = now + std::chrono::seconds(2);
+  auto r = store.CreateTopicWithReplicas(std::string(protocol::kConsumerOffsetsTopic), -1, -1,
+                                         {{"cleanup.policy", "compact"}});
+  if (r.ok()) {
+    LogInfo("controller: created " + std::string(protocol::kConsumerOffsetsTopic) + " with " +
+            std::to_string(r->partition_count) + " partition(s), replication factor " +
+            std::to_string(OffsetsReplicationFactor()));
+  } else if (r.status().code() != Status::Code::kAlreadyExists) {
+    LogWarn("controller: creating " + std::string(protocol::kConsumerOffsetsTopic) + ": " +
+            r.status().ToString());
+  }
+}
+
 void ClusterNode::Impl::Reconcile() {
   // The local topics first, then the image: an image is never older than the local topics
   // made from it, so a local topic missing from it was deleted.
@@ -539,7 +584,6 @@ void ClusterNode::Impl::Reconcile() {
     store.NotifyDelete(topic);
   }
   for (const broker::TopicMetadata& t : locals) {
-    if (IsLocalOnly(t.name)) continue;
     const TopicImage* ti = img->FindTopic(t.name);
     if (ti == nullptr || ti->id.ToString() != t.topic_id) {
       Status s = local->DeleteTopic(t.name);
@@ -580,7 +624,6 @@ std::vector<broker::TopicMetadata> ImageStore::ListTopics() {
 }
 
 Result<broker::TopicMetadata> ImageStore::GetTopic(const std::string& name) {
-  if (IsLocalOnly(name)) return node_->local->GetTopic(name);
   auto img = node_->image();
   const TopicImage* t = img->FindTopic(name);
   if (t == nullptr) return Status::NotFound("topic '" + name + "' does not exist");
@@ -600,8 +643,12 @@ Result<broker::TopicMetadata> ImageStore::CreateTopic(
 Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
     const std::string& name, int32_t partitions, int32_t replication_factor,
     const std::map<std::string, std::string>& configs) {
-  if (IsLocalOnly(name)) return node_->local->CreateTopic(name, partitions, configs);
   SILT_TRY(ValidateTopicName(name));
+  if (IsOffsetsTopic(name)) {
+    // Whoever asks (the controller, a FindCoordinator, a commit), the topic is made the same.
+    partitions = node_->options.config.offsets_topic_num_partitions;
+    replication_factor = node_->OffsetsReplicationFactor();
+  }
   if (partitions == -1) partitions = node_->options.config.num_partitions;
   if (partitions <= 0) return Status::InvalidArgument("number of partitions must be at least 1");
   SILT_TRY(CheckConfigs(node_->options.config.log_defaults, configs));
@@ -632,7 +679,6 @@ Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
 }
 
 Status ImageStore::DeleteTopic(const std::string& name) {
-  if (IsLocalOnly(name)) return node_->local->DeleteTopic(name);
   auto img = node_->image();
   const TopicImage* t = img->FindTopic(name);
   if (t == nullptr) return Status::NotFound("topic '" + name + "' does not exist");
@@ -648,7 +694,6 @@ Status ImageStore::DeleteTopic(const std::string& name) {
 }
 
 Status ImageStore::AddPartitions(const std::string& name, int32_t new_total) {
-  if (IsLocalOnly(name)) return node_->local->AddPartitions(name, new_total);
   auto img = node_->image();
   const TopicImage* t = img->FindTopic(name);
   if (t == nullptr) return Status::NotFound("topic '" + name + "' does not exist");
@@ -676,7 +721,6 @@ Status ImageStore::AddPartitions(const std::string& name, int32_t new_total) {
 }
 
 Result<storage::LogConfig> ImageStore::TopicConfig(const std::string& name) {
-  if (IsLocalOnly(name)) return node_->local->TopicConfig(name);
   auto img = node_->image();
   if (img->FindTopic(name) == nullptr)
     return Status::NotFound("topic '" + name + "' does not exist");
@@ -687,7 +731,6 @@ Result<storage::LogConfig> ImageStore::TopicConfig(const std::string& name) {
 
 Status ImageStore::AlterTopicConfig(const std::string& name, const ConfigEdit& edit,
                                     bool validate_only) {
-  if (IsLocalOnly(name)) return node_->local->AlterTopicConfig(name, edit, validate_only);
   auto img = node_->image();
   if (img->FindTopic(name) == nullptr)
     return Status::NotFound("topic '" + name + "' does not exist");
@@ -760,7 +803,6 @@ std::optional<broker::QuorumState> ImageStore::Quorum() {
 
 Result<std::shared_ptr<storage::PartitionLog>> ImageStore::OpenLog(const std::string& topic,
                                                                    PartitionId partition) {
-  if (IsLocalOnly(topic)) return node_->local->OpenLog(topic, partition);
   auto img = node_->image();
   const TopicImage* t = img->FindTopic(topic);
   if (t == nullptr) return Status::NotFound("topic '" + topic + "' does not exist");

@@ -11,7 +11,10 @@
 //   dir (created there with the image's topic id on first use); once a broker serves, only by
 //   the replica manager (replica_manager.h), which sets each one's role first. Any other
 //   partition of a known topic is Status::NotLeader (NOT_LEADER_OR_FOLLOWER on the wire).
-//   __consumer_offsets stays local to each node for now.
+//   __consumer_offsets is such a topic too: the ready controller creates it
+//   (offsets.topic.num.partitions partitions, offsets.topic.replication.factor replicas,
+//   compacted) once enough brokers are up, and the store's change listener is told of each new
+//   image (the broker's group coordinator follows its leaderships).
 // - Replication: the replica manager (started once registered) follows the image: roles,
 //   replica fetchers over "SILTKAFK" connections (which this node's broker serves for its
 //   followers), ISR changes as AlterPartitionRecords, and an isolated leader's step-down.

@@ -1,6 +1,9 @@
 // OffsetStore: groups in __consumer_offsets over an OffsetsPartitions (see store.h).
 #include "offsets/store.h"
 
+#include "base/coding.h"
+#include "format/layout.h"
+
 namespace silt::offsets {
 
 Status OffsetStore::Prepare() {
@@ -20,12 +23,30 @@ Result<int32_t> OffsetStore::PartitionOf(const std::string& group, bool create) 
 }
 
 Status OffsetStore::Append(const std::string& group, const std::vector<Record>& records,
-                           int64_t timestamp_ms) {
+                           int64_t timestamp_ms, Appended* where) {
   if (records.empty()) return Status::OK();
   SILT_ASSIGN_OR_RETURN(int32_t p, PartitionOf(group, /*create=*/true));
   SILT_ASSIGN_OR_RETURN(std::string batch, EncodeBatch(records, timestamp_ms));
   Status s = partitions_->Append(p, &batch);
   if (!s.ok()) return s.WithContext("writing __consumer_offsets-" + std::to_string(p));
+  if (where != nullptr) {
+    // The log patched the base offset in place; the last offset is base + lastOffsetDelta.
+    const char* b = batch.data();
+    int64_t base = static_cast<int64_t>(DecodeBE64(b + format::kBaseOffsetOffset));
+    int32_t delta = static_cast<int32_t>(DecodeBE32(b + format::kLastOffsetDeltaOffset));
+    where->partition = p;
+    where->last_offset = base + delta;
+  }
+  return Status::OK();
+}
+
+Status OffsetStore::ReplayPartition(int32_t partition, const RecordFn& fn) {
+  SILT_ASSIGN_OR_RETURN(int32_t n, partitions_->PartitionCount());
+  if (partition < 0 || partition >= n) return Status::OK();
+  Status s = partitions_->Read(partition, [&fn](std::string_view batches) {
+    return ForEachStoredRecord(batches, fn);
+  });
+  if (!s.ok()) return s.WithContext("reading __consumer_offsets-" + std::to_string(partition));
   return Status::OK();
 }
 

@@ -58,13 +58,22 @@ class OffsetStore {
   // not exist and is not created.
   Result<int32_t> PartitionOf(const std::string& group, bool create);
 
+  // Where a batch went: its partition and the offset of its last record.
+  struct Appended {
+    int32_t partition = -1;
+    int64_t last_offset = -1;
+  };
   // Appends `records` for `group` as one batch, stamped `timestamp_ms`, to the group's
-  // partition. No records: nothing is written.
+  // partition, and says where in `*where` when given. No records: nothing is written (and
+  // `*where` is left alone).
   Status Append(const std::string& group, const std::vector<Record>& records,
-                int64_t timestamp_ms);
+                int64_t timestamp_ms, Appended* where = nullptr);
 
   // Calls fn for every record stored, partition by partition, each in offset order.
   Status Replay(const RecordFn& fn);
+  // Calls fn for every record stored in partition `partition`, in offset order. A partition
+  // the topic does not have (or no topic) replays nothing.
+  Status ReplayPartition(int32_t partition, const RecordFn& fn);
 
   // Every group, replayed.
   Result<GroupsView> Load();

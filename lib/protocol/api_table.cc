@@ -17,7 +17,7 @@ constexpr std::array kApis = {
     ApiInfo{ApiKey::kMetadata,          "Metadata",            0, 12,  9},
     ApiInfo{ApiKey::kOffsetCommit,      "OffsetCommit",        0,  7,  8},
     ApiInfo{ApiKey::kOffsetFetch,       "OffsetFetch",         0,  5,  6},
-    ApiInfo{ApiKey::kFindCoordinator,   "FindCoordinator",     0,  2,  3},
+    ApiInfo{ApiKey::kFindCoordinator,   "FindCoordinator",     0,  4,  3},
     ApiInfo{ApiKey::kJoinGroup,         "JoinGroup",           0,  5,  6},
     ApiInfo{ApiKey::kHeartbeat,         "Heartbeat",           0,  3,  4},
     ApiInfo{ApiKey::kLeaveGroup,        "LeaveGroup",          0,  3,  4},

@@ -321,18 +321,29 @@ struct ListOffsetsResponse {
 // ---- FindCoordinator (10) ---------------------------------------------------------------
 
 struct FindCoordinatorRequest {
-  std::string key;      // Key
-  int8_t key_type = 0;  // KeyType v1+ (0 group, 1 transaction)
+  std::string key;                        // Key v0-3
+  int8_t key_type = 0;                    // KeyType v1+ (0 group, 1 transaction)
+  std::vector<std::string> coordinator_keys;  // CoordinatorKeys v4+ (batched lookups)
   SILT_WIRE_MESSAGE(FindCoordinatorRequest, ApiKey::kFindCoordinator);
 };
 
 struct FindCoordinatorResponse {
+  struct Coordinator {                         // Coordinator v4+
+    std::string key;                           // Key
+    int32_t node_id = -1;                      // NodeId
+    std::string host;                          // Host
+    int32_t port = -1;                         // Port
+    int16_t error_code = 0;                    // ErrorCode
+    std::optional<std::string> error_message;  // ErrorMessage
+    bool operator==(const Coordinator&) const = default;
+  };
   int32_t throttle_time_ms = 0;              // ThrottleTimeMs v1+
-  int16_t error_code = 0;                    // ErrorCode
-  std::optional<std::string> error_message;  // ErrorMessage v1+
-  int32_t node_id = 0;                       // NodeId
-  std::string host;                          // Host
-  int32_t port = 0;                          // Port
+  int16_t error_code = 0;                    // ErrorCode v0-3
+  std::optional<std::string> error_message;  // ErrorMessage v1-3
+  int32_t node_id = 0;                       // NodeId v0-3
+  std::string host;                          // Host v0-3
+  int32_t port = 0;                          // Port v0-3
+  std::vector<Coordinator> coordinators;     // Coordinators v4+
   SILT_WIRE_MESSAGE(FindCoordinatorResponse, ApiKey::kFindCoordinator);
 };
 

@@ -12,19 +12,32 @@ namespace {
 
 template <class IO, class M>
 void IoFindCoordinatorRequest(IO& io, M& m, int16_t v) {
-  io.String(m.key);
+  if (v <= 3) io.String(m.key);
   if (v >= 1) io.I8(m.key_type);
+  if (v >= 4) io.Array(m.coordinator_keys, [&](auto& k) { io.String(k); });
   io.TaggedFields();
 }
 
 template <class IO, class M>
 void IoFindCoordinatorResponse(IO& io, M& m, int16_t v) {
   if (v >= 1) io.I32(m.throttle_time_ms);
-  io.I16(m.error_code);
-  if (v >= 1) io.NullableString(m.error_message);
-  io.I32(m.node_id);
-  io.String(m.host);
-  io.I32(m.port);
+  if (v <= 3) {
+    io.I16(m.error_code);
+    if (v >= 1) io.NullableString(m.error_message);
+    io.I32(m.node_id);
+    io.String(m.host);
+    io.I32(m.port);
+  } else {
+    io.Array(m.coordinators, [&](auto& c) {
+      io.String(c.key);
+      io.I32(c.node_id);
+      io.String(c.host);
+      io.I32(c.port);
+      io.I16(c.error_code);
+      io.NullableString(c.error_message);
+      io.TaggedFields();
+    });
+  }
   io.TaggedFields();
 }
 

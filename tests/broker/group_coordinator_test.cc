@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -701,6 +702,205 @@ TEST_CASE("shutting down answers waiting joins and syncs so their connections ca
   auto late = f.Join(Fixture::JoinReq(""));
   REQUIRE(late->has_value());
   CHECK((*late)->error_code == E(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+}
+
+
+// ---- ownership in a cluster: the groups of the __consumer_offsets partitions this node leads
+
+// A memory log of four partitions whose partition replay can be interrupted by `during_replay`
+// (what happens to requests while a new leader loads its groups).
+class HookedLog : public OffsetLog {
+ public:
+  Status Append(const std::string& group, const std::vector<StoredRecord>& records,
+                AppendedAt* at = nullptr) override {
+    return mem.Append(group, records, at);
+  }
+  Status Replay(const ReplayFn& fn) override { return mem.Replay(fn); }
+  Status ReplayPartition(int32_t partition, const ReplayFn& fn) override {
+    ++replays;
+    if (during_replay) during_replay(partition);
+    return mem.ReplayPartition(partition, fn);
+  }
+  MemoryOffsetLog mem{4};
+  std::function<void(int32_t)> during_replay;
+  int replays = 0;
+};
+
+// "g" hashes to 103 and "h" to 104 (Java's String.hashCode): partitions 3 and 0 of four.
+constexpr int32_t kPartitionOfG = 3;
+constexpr int32_t kPartitionOfH = 0;
+
+TEST_CASE("a group's partition is Kafka's: abs(String.hashCode) modulo the partition count") {
+  CHECK(protocol::OffsetsPartitionFor("g", 4) == kPartitionOfG);
+  CHECK(protocol::OffsetsPartitionFor("h", 4) == kPartitionOfH);
+  // Negative hashes: Kafka's Utils.abs is Math.abs with MIN_VALUE mapped to 0 (not a mask of
+  // the sign bit, which would put "interop-resume" in partition 47 of 50).
+  CHECK(protocol::JavaStringHashCode("interop-resume") == -190298051);
+  CHECK(protocol::OffsetsPartitionFor("interop-resume", 50) == 1);
+  CHECK(protocol::JavaStringHashCode("cluster-groups") == -734272249);
+  CHECK(protocol::OffsetsPartitionFor("cluster-groups", 50) == 49);
+  CHECK(protocol::JavaStringHashCode("test-group") == 627841412);
+  CHECK(protocol::OffsetsPartitionFor("test-group", 50) == 12);
+  CHECK(protocol::OffsetsPartitionFor("consumer-group-with-a-long-name", 50) == 48);
+}
+
+TEST_CASE("in a cluster the coordinator serves only the groups of the partitions it loaded") {
+  Fixture f;
+  HookedLog log;
+  f.c = std::make_unique<GroupCoordinator>(f.options, &log);
+  f.c->UseOwnedPartitions(4);
+  CHECK(f.Commit("", -1, "t", 0, 5, "g") == E(ErrorCode::NOT_COORDINATOR));
+  auto j = f.Join(Fixture::JoinReq(""));
+  REQUIRE(j->has_value());
+  CHECK((*j)->error_code == E(ErrorCode::NOT_COORDINATOR));
+  CHECK(f.Heartbeat("m", 1) == E(ErrorCode::NOT_COORDINATOR));
+
+  REQUIRE(f.c->LoadPartition(kPartitionOfG).ok());
+  CHECK(f.c->OwnedPartitions() == std::vector<int32_t>{kPartitionOfG});
+  CHECK(f.Commit("", -1, "t", 0, 5, "g") == 0);
+  CHECK(f.Committed("t", 0, "g") == 5);
+  CHECK(f.Commit("", -1, "t", 0, 5, "h") == E(ErrorCode::NOT_COORDINATOR));
+  protocol::DescribeGroupsRequest d;
+  d.groups = {"g", "h"};
+  auto described = f.c->DescribeGroups(d, 4);
+  CHECK(described.groups[0].error_code == 0);
+  CHECK(described.groups[1].error_code == E(ErrorCode::NOT_COORDINATOR));
+}
+
+TEST_CASE("a new leader loads its partition's groups and an old one unloads them") {
+  Fixture f;
+  HookedLog log;
+  // The first coordinator of partition 3 builds a stable group with offsets; partition 0
+  // holds another group's offsets.
+  f.c = std::make_unique<GroupCoordinator>(f.options, &log);
+  f.c->UseOwnedPartitions(4);
+  REQUIRE(f.c->LoadPartition(kPartitionOfG).ok());
+  REQUIRE(f.c->LoadPartition(kPartitionOfH).ok());
+  auto [member, gen] = f.StableSingle();
+  CHECK(f.Commit(member, gen, "t", 1, 42) == 0);
+  CHECK(f.Commit("", -1, "t", 1, 7, "h") == 0);
+
+  // It stops leading partition 3: a waiting join and every later request of "g" are sent
+  // to look for the coordinator again; "h" is still served.
+  std::string newcomer;
+  auto waiting = f.JoinNew(Fixture::JoinReq(""), &newcomer);
+  CHECK(!waiting->has_value());
+  f.c->UnloadPartition(kPartitionOfG);
+  REQUIRE(waiting->has_value());
+  CHECK((*waiting)->error_code == E(ErrorCode::NOT_COORDINATOR));
+  CHECK(f.Heartbeat(member, gen) == E(ErrorCode::NOT_COORDINATOR));
+  CHECK(f.Commit(member, gen, "t", 1, 43) == E(ErrorCode::NOT_COORDINATOR));
+  protocol::OffsetFetchRequest fetch;
+  fetch.group_id = "g";
+  fetch.topics.emplace();
+  fetch.topics->push_back({"t", {1}});
+  auto fr = f.c->FetchOffsets(fetch, 5);
+  CHECK(fr.error_code == E(ErrorCode::NOT_COORDINATOR));
+  CHECK(fr.topics.at(0).partitions.at(0).error_code == E(ErrorCode::NOT_COORDINATOR));
+  CHECK(f.Committed("t", 1, "h") == 7);
+  CHECK(f.c->OwnedPartitions() == std::vector<int32_t>{kPartitionOfH});
+
+  // Another node's coordinator, given the partition's records, serves the group as stored:
+  // the member keeps its generation and the committed offset is there.
+  GroupCoordinator other(f.options, &log);
+  other.UseOwnedPartitions(4);
+  REQUIRE(other.LoadPartition(kPartitionOfG).ok());
+  CHECK(other.GroupState("g") == "Stable");
+  CHECK(other.GroupGeneration("g") == gen);
+  protocol::HeartbeatRequest hb;
+  hb.group_id = "g";
+  hb.generation_id = gen;
+  hb.member_id = member;
+  CHECK(other.Heartbeat(hb, 3).error_code == 0);
+  auto fetched = other.FetchOffsets(fetch, 5);
+  CHECK(fetched.error_code == 0);
+  CHECK(fetched.topics.at(0).partitions.at(0).committed_offset == 42);
+  // Only partition 3 was read: "h" is not this coordinator's.
+  CHECK(other.GroupState("h") == "Dead");
+}
+
+TEST_CASE("while a partition loads, its groups are told COORDINATOR_LOAD_IN_PROGRESS") {
+  Fixture f;
+  HookedLog log;
+  f.c = std::make_unique<GroupCoordinator>(f.options, &log);
+  f.c->UseOwnedPartitions(4);
+  REQUIRE(f.c->LoadPartition(kPartitionOfH).ok());
+  int16_t commit_during = -1, list_during = -1, other_during = -1;
+  log.during_replay = [&](int32_t p) {
+    if (p != kPartitionOfG) return;
+    commit_during = f.Commit("", -1, "t", 0, 1, "g");
+    list_during = f.c->ListGroups().error_code;
+    other_during = f.Commit("", -1, "t", 0, 1, "h");
+  };
+  REQUIRE(f.c->LoadPartition(kPartitionOfG).ok());
+  CHECK(commit_during == E(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS));
+  CHECK(list_during == E(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS));
+  CHECK(other_during == 0);  // the loaded partitions' groups are served meanwhile
+  CHECK(f.Commit("", -1, "t", 0, 2, "g") == 0);
+  CHECK(f.c->ListGroups().error_code == 0);
+}
+
+TEST_CASE("leadership lost while a partition loads wins: the replayed groups are dropped") {
+  Fixture f;
+  HookedLog log;
+  {
+    GroupCoordinator first(f.options, &log);
+    first.UseOwnedPartitions(4);
+    REQUIRE(first.LoadPartition(kPartitionOfG).ok());
+    protocol::OffsetCommitRequest r;
+    r.group_id = "g";
+    r.generation_id_or_member_epoch = -1;
+    r.topics.push_back({"t", {{0, 9, -1, -1, std::string()}}});
+    REQUIRE(first.CommitOffsets(r, 7).topics[0].partitions[0].error_code == 0);
+  }
+  f.c = std::make_unique<GroupCoordinator>(f.options, &log);
+  f.c->UseOwnedPartitions(4);
+  log.during_replay = [&](int32_t) { f.c->UnloadPartition(kPartitionOfG); };
+  REQUIRE(f.c->LoadPartition(kPartitionOfG).ok());
+  CHECK(f.c->OwnedPartitions().empty());
+  CHECK(f.Commit("", -1, "t", 0, 10, "g") == E(ErrorCode::NOT_COORDINATOR));
+  // Loaded again later (leadership back), the stored offset is there.
+  log.during_replay = nullptr;
+  REQUIRE(f.c->LoadPartition(kPartitionOfG).ok());
+  CHECK(f.Committed("t", 0, "g") == 9);
+}
+
+TEST_CASE("another partition count moves every group: waiting members are sent away") {
+  Fixture f;
+  HookedLog log;
+  f.c = std::make_unique<GroupCoordinator>(f.options, &log);
+  f.c->UseOwnedPartitions(4);
+  REQUIRE(f.c->LoadPartition(kPartitionOfG).ok());
+  auto [member, gen] = f.StableSingle();
+  std::string newcomer;
+  auto waiting = f.JoinNew(Fixture::JoinReq(""), &newcomer);
+  CHECK(!waiting->has_value());
+  f.c->UseOwnedPartitions(8);
+  REQUIRE(waiting->has_value());
+  CHECK((*waiting)->error_code == E(ErrorCode::NOT_COORDINATOR));
+  CHECK(f.c->OwnedPartitions().empty());
+  CHECK(f.Heartbeat(member, gen) == E(ErrorCode::NOT_COORDINATOR));
+}
+
+TEST_CASE("a commit says where it was written, so its answer can wait for the high watermark") {
+  Fixture f;
+  HookedLog log;
+  f.c = std::make_unique<GroupCoordinator>(f.options, &log);
+  f.c->UseOwnedPartitions(4);
+  REQUIRE(f.c->LoadPartition(kPartitionOfG).ok());
+  protocol::OffsetCommitRequest r;
+  r.group_id = "g";
+  r.generation_id_or_member_epoch = -1;
+  r.topics.push_back({"t", {{0, 9, -1, -1, std::string()}}});
+  AppendedAt at;
+  REQUIRE(f.c->CommitOffsets(r, 7, &at).topics[0].partitions[0].error_code == 0);
+  CHECK(at.partition == kPartitionOfG);
+  // Nothing written (a refused commit): nothing to wait for.
+  AppendedAt none;
+  r.group_id = "h";
+  CHECK(f.c->CommitOffsets(r, 7, &none).topics[0].partitions[0].error_code ==
+        E(ErrorCode::NOT_COORDINATOR));
+  CHECK(none.partition == -1);
 }
 
 }  // namespace

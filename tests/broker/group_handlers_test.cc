@@ -46,6 +46,73 @@ TEST_CASE("FindCoordinator names this broker for groups and refuses transactions
   CHECK(resp.error_code == E(ErrorCode::COORDINATOR_NOT_AVAILABLE));
 }
 
+TEST_CASE("FindCoordinator v4 answers each of a batch of keys; v3 is the flexible v2") {
+  TestBroker b(GroupConfig());
+  Client c(b.port);
+  protocol::FindCoordinatorRequest req;
+  req.key = "g";
+  protocol::FindCoordinatorResponse resp;
+  c.Call(req, 3, &resp);
+  CHECK(resp.error_code == 0);
+  CHECK(resp.node_id == 0);
+  CHECK(resp.port == b.port);
+
+  protocol::FindCoordinatorRequest batch;
+  batch.coordinator_keys = {"g1", "g2", "g3"};
+  protocol::FindCoordinatorResponse br;
+  c.Call(batch, 4, &br);
+  REQUIRE(br.coordinators.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(br.coordinators[i].key == batch.coordinator_keys[i]);
+    CHECK(br.coordinators[i].error_code == 0);
+    CHECK(br.coordinators[i].node_id == 0);
+    CHECK(br.coordinators[i].host == "127.0.0.1");
+    CHECK(br.coordinators[i].port == b.port);
+  }
+  batch.key_type = 1;
+  c.Call(batch, 4, &br);
+  REQUIRE(br.coordinators.size() == 3);
+  CHECK(br.coordinators[1].error_code == E(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+  CHECK(br.coordinators[1].node_id == -1);
+}
+
+TEST_CASE("an offset commit is answered once its __consumer_offsets batch is committed") {
+  TestBroker b(GroupConfig());
+  Client c(b.port);
+  auto commit = [](int64_t offset) {
+    protocol::OffsetCommitRequest r;
+    r.group_id = "hw-group";
+    r.generation_id_or_member_epoch = -1;
+    r.retention_time_ms = -1;
+    r.topics = {{"t", {{0, offset, -1, -1, std::nullopt}}}};
+    return r;
+  };
+  // On one node the high watermark follows the log end: answered at once.
+  protocol::OffsetCommitResponse cr;
+  c.Call(commit(1), 2, &cr);
+  REQUIRE(cr.topics.size() == 1);
+  REQUIRE(cr.topics[0].partitions[0].error_code == 0);
+
+  // A second in-sync replica that has not copied the batch yet holds the answer back.
+  int32_t p = protocol::OffsetsPartitionFor("hw-group", 5);
+  auto part = b.server->broker().partitions().Get(protocol::kConsumerOffsetsTopic, PartitionId(p));
+  REQUIRE(part.ok());
+  const NodeId follower(2);
+  (*part)->SetIsr({NodeId(b.config.node_id), follower});
+  (*part)->RecordFollowerLogEnd(follower, (*part)->log_end_offset());
+  c.Send(commit(2), 2, 42);
+  CHECK(c.Receive(&cr, 2, 300) == -1);
+  (*part)->RecordFollowerLogEnd(follower, (*part)->log_end_offset());
+  REQUIRE(c.Receive(&cr, 2, 3000) == 42);
+  CHECK(cr.topics[0].partitions[0].error_code == 0);
+
+  // Never copied: after offsets.commit.timeout.ms (5 s) the client is told to retry.
+  c.Send(commit(3), 2, 43);
+  REQUIRE(c.Receive(&cr, 2, 8000) == 43);
+  CHECK(cr.topics[0].partitions[0].error_code == E(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+}
+
 TEST_CASE("a v0 group member joins, syncs, commits, and its offsets survive a restart") {
   TestBroker b(GroupConfig());
   Client c(b.port);

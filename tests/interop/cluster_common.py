@@ -127,6 +127,14 @@ class Cluster:
             time.sleep(interval)
         self.fail("timed out after %.0f s waiting for %s" % (seconds, what))
 
+    def silt_cmd(self, *args, check=True):
+        """Runs `silt ARGS` (60 s at most); on failure with `check`, fail() with its output."""
+        out = subprocess.run([self.silt] + list(args), capture_output=True, text=True,
+                             timeout=60)
+        if check and out.returncode != 0:
+            self.fail("silt %s: %s%s" % (" ".join(args), out.stdout, out.stderr))
+        return out
+
     def wait_registered(self, seconds=20):
         """Until Metadata from every node lists every node as a broker (via kcat)."""
         def registered():
@@ -159,4 +167,12 @@ def kcat_leaders(md, topic):
     for t in (md or {}).get("topics", []):
         if t["topic"] == topic and not t.get("error"):
             return {p["partition"]: p["leader"] for p in t["partitions"]}
+    return None
+
+
+def kcat_partitions(md, topic):
+    """partition -> kcat's partition object (leader, replicas, isrs) of `topic`, or None."""
+    for t in (md or {}).get("topics", []):
+        if t["topic"] == topic and not t.get("error"):
+            return {p["partition"]: p for p in t["partitions"]}
     return None

@@ -68,13 +68,16 @@ std::map<std::string, std::map<int32_t, int64_t>> Offsets(LocalOffsets* s, const
 class StoreLog : public broker::OffsetLog {
  public:
   explicit StoreLog(OffsetStore* s) : s_(s) {}
-  Status Append(const std::string& group,
-                const std::vector<broker::StoredRecord>& records) override {
+  Status Append(const std::string& group, const std::vector<broker::StoredRecord>& records,
+                broker::AppendedAt* at = nullptr) override {
     std::vector<Record> rs;
     for (const auto& r : records) rs.push_back({r.key, r.value});
-    return s_->Append(group, rs, NowMs().value());
+    return s_->Append(group, rs, NowMs().value(), at);
   }
   Status Replay(const ReplayFn& fn) override { return s_->Replay(fn); }
+  Status ReplayPartition(int32_t partition, const ReplayFn& fn) override {
+    return s_->ReplayPartition(partition, fn);
+  }
 
  private:
   OffsetStore* s_;

@@ -231,7 +231,13 @@ TEST_CASE("ListOffsets request and response round-trip at every served version")
 }
 
 TEST_CASE("FindCoordinator, JoinGroup, SyncGroup and Heartbeat round-trip at every served version") {
-  RoundTripAllVersions(FindCoordinatorRequest{"group-1", 0});
+  // v0-3 name one key; v4 batches them (KIP-699) and answers one coordinator per key.
+  for (int16_t v = 0; v <= 3; ++v) {
+    CHECK(RoundTrip(FindCoordinatorRequest{"group-1", v >= 1 ? int8_t{1} : int8_t{0}, {}}, v) ==
+          FindCoordinatorRequest{"group-1", v >= 1 ? int8_t{1} : int8_t{0}, {}});
+  }
+  CHECK(RoundTrip(FindCoordinatorRequest{"", 0, {"g1", "g2"}}, 4) ==
+        FindCoordinatorRequest{"", 0, {"g1", "g2"}});
   FindCoordinatorResponse fc;
   fc.throttle_time_ms = 1;
   fc.error_code = 0;
@@ -239,7 +245,15 @@ TEST_CASE("FindCoordinator, JoinGroup, SyncGroup and Heartbeat round-trip at eve
   fc.node_id = 3;
   fc.host = "broker-3";
   fc.port = 9092;
-  RoundTripAllVersions(fc);
+  for (int16_t v = 1; v <= 3; ++v) CHECK(RoundTrip(fc, v) == fc);
+  FindCoordinatorResponse fc4;
+  fc4.throttle_time_ms = 1;
+  fc4.error_code = 0;
+  fc4.node_id = 0;
+  fc4.port = 0;
+  fc4.coordinators = {{"g1", 2, "broker-2", 9092, 0, std::nullopt},
+                      {"g2", -1, "", -1, ToWire(ErrorCode::COORDINATOR_NOT_AVAILABLE), "none"}};
+  CHECK(RoundTrip(fc4, 4) == fc4);
 
   JoinGroupRequest jg;
   jg.group_id = "g";

@@ -19,7 +19,7 @@ import sys
 # Name -> versions silt serves (lib/protocol/api_table.cc).
 APIS = {
     "ApiVersions": (0, 3), "Metadata": (0, 12), "Produce": (0, 8), "Fetch": (0, 11),
-    "ListOffsets": (0, 5), "FindCoordinator": (0, 2), "JoinGroup": (0, 5), "SyncGroup": (0, 3),
+    "ListOffsets": (0, 5), "FindCoordinator": (0, 4), "JoinGroup": (0, 5), "SyncGroup": (0, 3),
     "Heartbeat": (0, 3), "LeaveGroup": (0, 3), "OffsetCommit": (0, 7), "OffsetFetch": (0, 5),
     "InitProducerId": (0, 1), "CreateTopics": (0, 4), "DeleteTopics": (0, 3),
     "DescribeGroups": (0, 4), "ListGroups": (0, 2), "DescribeConfigs": (0, 3),
