@@ -9,6 +9,7 @@
 #include "broker/partition.h"
 #include "broker/partition_manager.h"
 #include "broker_test_util.h"
+#include "storage/offset_checkpoint.h"
 
 using namespace silt;
 using namespace silt::broker;
@@ -419,4 +420,50 @@ TEST_CASE("ApiVersions offers OffsetForLeaderEpoch v0-4") {
     }
   }
   CHECK(found);
+}
+
+TEST_CASE("replication-offset-checkpoint keeps each replica's high watermark: written while "
+          "serving and at a clean stop, the start of its high watermark after a restart") {
+  ClusterBroker b;
+  Client c(b.port);
+  CreateTopic(c, "ck");
+  auto part = b.Get("ck");
+  REQUIRE(part->BecomeLeader(LeaderEpoch(1), 0, {kLocal, kFollower}, {kLocal, kFollower}).ok());
+  REQUIRE(ProduceError(c, "ck", 1) == 0);
+  REQUIRE(ProduceError(c, "ck", 1) == 0);
+  auto peer = b.Peer(kFollower);
+  protocol::FetchResponse fr;
+  peer->Call(ReplicaFetch("ck", 0, kFollower.value()), 11, &fr);
+  peer->Call(ReplicaFetch("ck", 4, kFollower.value()), 11, &fr);
+  REQUIRE(part->high_watermark() == Offset(4));
+  REQUIRE(ProduceError(c, "ck", 1) == 0);  // 4-5: not on the follower, not committed
+  const std::string path = b.data_dir + "/" + storage::kReplicationCheckpointFile;
+  // The maintenance thread writes it every few seconds.
+  storage::OffsetCheckpointMap want{{{"ck", 0}, 4}};
+  bool seen = false;
+  for (int i = 0; i < 100 && !seen; ++i) {
+    auto cp = storage::ReadOffsetCheckpoint(path);
+    seen = cp.ok() && *cp == want;
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(seen);
+
+  peer.reset();
+  b.Restart();
+  // Only partitions with a role are in it (the __consumer_offsets partitions opened by the
+  // group coordinator have none here).
+  auto cp = storage::ReadOffsetCheckpoint(path);
+  REQUIRE(cp.ok());
+  CHECK(*cp == want);
+  part = b.Get("ck");
+  CHECK(part->log_end_offset() == Offset(6));
+  REQUIRE(part->BecomeFollower(LeaderEpoch(2), 1, kFollower).ok());
+  CHECK(part->high_watermark() == Offset(4));
+  // A clean stop as a follower writes what it has then.
+  part->UpdateFollowerHighWatermark(Offset(5));
+  part.reset();
+  b.Restart();
+  cp = storage::ReadOffsetCheckpoint(path);
+  REQUIRE(cp.ok());
+  CHECK(cp->at({"ck", 0}) == 5);
 }
