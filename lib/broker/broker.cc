@@ -108,16 +108,23 @@ void Broker::SetAdvertised(const std::string& host, int port) {
 
 Status Broker::CheckpointHighWatermarks() {
   if (!cluster_ || !partitions_) return Status::OK();
-  std::lock_guard<std::mutex> lock(hw_checkpoint_mu_);
-  for (const auto& p : partitions_->Opened()) {
-    // A partition with no role yet has its high watermark at the log end it opened with,
-    // which says nothing about what is committed: its old entry (if any) stays.
-    if (!p->alive() || !p->role_set()) continue;
-    hw_checkpoint_[{p->topic(), p->partition().value()}] = p->high_watermark().value();
+  // One writer at a time; the map's lock is not held across the fsyncs (partitions opening
+  // read their hints through it).
+  std::lock_guard<std::mutex> writing(hw_checkpoint_write_mu_);
+  storage::OffsetCheckpointMap entries;
+  {
+    std::lock_guard<std::mutex> lock(hw_checkpoint_mu_);
+    for (const auto& p : partitions_->Opened()) {
+      // A partition with no role yet has its high watermark at the log end it opened with,
+      // which says nothing about what is committed: its old entry (if any) stays.
+      if (!p->alive() || !p->role_set()) continue;
+      hw_checkpoint_[{p->topic(), p->partition().value()}] = p->high_watermark().value();
+    }
+    entries = hw_checkpoint_;
   }
   last_hw_checkpoint_ms_ = MonotonicMs();
   return storage::WriteOffsetCheckpoint(
-      JoinPath(config_.data_dir, storage::kReplicationCheckpointFile), hw_checkpoint_);
+      JoinPath(config_.data_dir, storage::kReplicationCheckpointFile), entries);
 }
 
 int Broker::Maintain(bool retention) {

@@ -88,7 +88,8 @@ class Broker {
   std::unique_ptr<storage::LogCleaner> cleaner_;
   std::unique_ptr<BrokerContext> context_;
   // replication-offset-checkpoint: as read at start-up, updated at each write.
-  std::mutex hw_checkpoint_mu_;
+  std::mutex hw_checkpoint_write_mu_;  // taken first
+  std::mutex hw_checkpoint_mu_;        // guards hw_checkpoint_
   storage::OffsetCheckpointMap hw_checkpoint_;
   std::atomic<int64_t> last_hw_checkpoint_ms_{0};
 };
