@@ -1,5 +1,6 @@
 // Fetch (long polling, zero-copy record data; v0-3 down-converted to legacy messages) and
 // ListOffsets.
+#include <algorithm>
 #include <deque>
 
 #include "base/clock.h"
