@@ -131,6 +131,7 @@ struct ReplicaManager::Impl {
   std::map<Key, Applied> applied;
   bool isolated = false;
   int64_t next_shrink_ms = 0;
+  std::set<int32_t> unfenced;  // brokers of the last image reconciled that may join an ISR
 
   explicit Impl(ReplicaManagerOptions opts)
       : o(std::move(opts)), fetchers(o.self, o.voters, o.fetch) {}
@@ -179,6 +180,10 @@ void ReplicaManager::Impl::TakeOutcomes() {
 void ReplicaManager::Impl::Reconcile() {
   auto img = o.image();
   const int64_t now = MonotonicMs();
+  unfenced.clear();
+  for (const auto& [id, b] : img->brokers()) {
+    if (!b.fenced) unfenced.insert(id);
+  }
   bool cut_off = now - o.last_controller_contact_ms() > o.broker_session_timeout_ms;
   if (cut_off != isolated) {
     isolated = cut_off;
@@ -296,7 +301,16 @@ void ReplicaManager::Impl::CheckIsr() {
                        o.replica_lag_time_max_ms);
     }
     if (!next) {
-      next = ExpandIsr(a.isr, a.replicas, followers, a.p->high_watermark(), a.epoch_start);
+      // Candidates: followers fetching now (Kafka expands on a follower's fetch) from brokers
+      // the image has unfenced (KIP-841); the leader's memory of a dead one's log end is no
+      // reason to add it.
+      std::vector<broker::Partition::FollowerState> live;
+      for (const auto& f : followers) {
+        if (unfenced.count(f.id.value()) && now - f.last_fetch_ms <= o.replica_lag_time_max_ms) {
+          live.push_back(f);
+        }
+      }
+      next = ExpandIsr(a.isr, a.replicas, live, a.p->high_watermark(), a.epoch_start);
       expanding = next.has_value();
     }
     if (!next) continue;
