@@ -1,6 +1,8 @@
 // A broker node's parts, wired together, started and stopped in order.
 #include "broker/broker.h"
 
+#include "base/clock.h"
+#include "base/file.h"
 #include "broker/group_coordinator.h"
 #include "broker/local_metadata_store.h"
 #include "broker/logging.h"
@@ -63,8 +65,27 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerConfig& config,
   PartitionManager* pm = b->partitions_.get();
   b->store_->SetDeleteListener([pm](const std::string& topic) { pm->RemoveTopic(topic); });
   if (b->cluster_) {
-    b->cluster_->metadata().SetDeleteListener(
-        [pm](const std::string& topic) { pm->RemoveTopic(topic); });
+    Broker* raw = b.get();
+    b->cluster_->metadata().SetDeleteListener([pm, raw](const std::string& topic) {
+      pm->RemoveTopic(topic);
+      // A topic created again under the name starts with no hint.
+      std::lock_guard<std::mutex> lock(raw->hw_checkpoint_mu_);
+      std::erase_if(raw->hw_checkpoint_, [&](const auto& e) { return e.first.first == topic; });
+    });
+    // Each replica's high watermark at the last clean stop: the start of its high watermark
+    // when it is given a role (Partition::SetHighWatermarkHint).
+    auto cp = storage::ReadOffsetCheckpoint(
+        JoinPath(config.data_dir, storage::kReplicationCheckpointFile));
+    if (cp.ok()) {
+      b->hw_checkpoint_ = std::move(cp).value();
+    } else if (!cp.status().IsNotFound()) {
+      LogWarn("ignoring " + cp.status().ToString());
+    }
+    pm->SetHighWatermarkHints([raw](const std::string& topic, PartitionId p) {
+      std::lock_guard<std::mutex> lock(raw->hw_checkpoint_mu_);
+      auto it = raw->hw_checkpoint_.find({topic, p.value()});
+      return it == raw->hw_checkpoint_.end() ? kInvalidOffset : Offset(it->second);
+    });
   }
   SILT_TRY(b->StartGroupCoordinator());
   if (config.log_cleaner_enable) {
@@ -85,8 +106,27 @@ void Broker::SetAdvertised(const std::string& host, int port) {
   node_.advertised_port = port;
 }
 
+Status Broker::CheckpointHighWatermarks() {
+  if (!cluster_ || !partitions_) return Status::OK();
+  std::lock_guard<std::mutex> lock(hw_checkpoint_mu_);
+  for (const auto& p : partitions_->Opened()) {
+    // A partition with no role yet has its high watermark at the log end it opened with,
+    // which says nothing about what is committed: its old entry (if any) stays.
+    if (!p->alive() || !p->role_set()) continue;
+    hw_checkpoint_[{p->topic(), p->partition().value()}] = p->high_watermark().value();
+  }
+  last_hw_checkpoint_ms_ = MonotonicMs();
+  return storage::WriteOffsetCheckpoint(
+      JoinPath(config_.data_dir, storage::kReplicationCheckpointFile), hw_checkpoint_);
+}
+
 int Broker::Maintain(bool retention) {
   int deleted = partitions_->Maintain(retention);
+  if (cluster_ && MonotonicMs() - last_hw_checkpoint_ms_ >= kHighWatermarkCheckpointMs) {
+    Status h = CheckpointHighWatermarks();
+    if (!h.ok()) LogError("writing " + std::string(storage::kReplicationCheckpointFile) + ": " +
+                          h.ToString());
+  }
   if (retention) {
     // Not under any broker lock: writing the checkpoint files fsyncs, which must not hold up
     // the produce and fetch paths.
@@ -119,6 +159,9 @@ Status Broker::Close() {
   if (cluster_) cluster_->Stop();
   // The cleaner works on the data dir's logs: stop it before they close.
   if (cleaner_) cleaner_->Stop();
+  if (Status h = CheckpointHighWatermarks(); !h.ok()) {
+    LogError("writing " + std::string(storage::kReplicationCheckpointFile) + ": " + h.ToString());
+  }
   if (partitions_) partitions_->ShutdownAll();
   if (!store_) return Status::OK();  // Open() failed before the directory was opened
   return store_->Close();

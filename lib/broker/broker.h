@@ -8,12 +8,14 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "base/status.h"
 #include "broker/cluster_mode.h"
 #include "broker/config.h"
 #include "broker/context.h"
+#include "storage/offset_checkpoint.h"
 
 namespace silt::storage {
 class LogCleaner;
@@ -50,8 +52,15 @@ class Broker {
 
   // Periodic upkeep, called by the server's maintenance thread: time-based flushes (flush.ms)
   // of every open partition; with `retention`, also deletes segments past retention and writes
-  // the data dir's checkpoints. Returns the number of segments deleted.
+  // the data dir's checkpoints. In cluster mode, every kHighWatermarkCheckpointMs also writes
+  // replication-offset-checkpoint. Returns the number of segments deleted.
   int Maintain(bool retention);
+  // Writes replication-offset-checkpoint now (cluster mode only; a single node has none): the
+  // high watermark of every partition that has been given a role, beside the entries read at
+  // start-up for partitions not opened since. Also done at Close().
+  Status CheckpointHighWatermarks();
+  // Kafka's replica.high.watermark.checkpoint.interval.ms default.
+  static constexpr int64_t kHighWatermarkCheckpointMs = 5000;
 
   bool stopping() const { return stopping_.load(); }
   // Delayed operations answer at once from now on; the group coordinator stops.
@@ -78,6 +87,10 @@ class Broker {
   // Compacts cleanup.policy=compact topics (__consumer_offsets included) in the background.
   std::unique_ptr<storage::LogCleaner> cleaner_;
   std::unique_ptr<BrokerContext> context_;
+  // replication-offset-checkpoint: as read at start-up, updated at each write.
+  std::mutex hw_checkpoint_mu_;
+  storage::OffsetCheckpointMap hw_checkpoint_;
+  std::atomic<int64_t> last_hw_checkpoint_ms_{0};
 };
 
 }  // namespace silt::broker

@@ -609,6 +609,11 @@ ErrorCode Partition::CheckLeaderEpoch(int32_t current_leader_epoch, bool leader_
   return ErrorCode::NONE;
 }
 
+bool Partition::role_set() const {
+  std::lock_guard<std::mutex> lock(hw_mu_);
+  return role_set_;
+}
+
 void Partition::SetHighWatermarkHint(Offset hint) {
   std::lock_guard<std::mutex> lock(hw_mu_);
   hw_hint_ = hint;

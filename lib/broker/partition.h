@@ -203,6 +203,9 @@ class Partition {
   // The high watermark this replica had at its last clean stop (replication-offset-checkpoint),
   // applied at the first role change. Call before it; -1 forgets it.
   void SetHighWatermarkHint(Offset hint);
+  // True once BecomeLeader or BecomeFollower has run (the high watermark then means what is
+  // committed in the cluster, not just the log end this replica opened with).
+  bool role_set() const;
 
   // ---- follower side ----
   // Appends whole batches fetched from the leader (`batches`: one or more record batches as

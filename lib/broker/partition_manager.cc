@@ -36,6 +36,10 @@ Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topi
                         logs_->OpenLog(topic, partition));
   SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
                         Partition::Open(topic, partition, std::move(log), local_, LeaderEpoch(0)));
+  if (hints_) {
+    Offset hint = hints_(topic, partition);
+    if (hint.value() >= 0) p->SetHighWatermarkHint(hint);
+  }
   {
     // A shutdown that ran while the partition opened must not miss it.
     std::unique_lock<std::shared_mutex> lock(mu_);

@@ -5,6 +5,7 @@
 // waits for another partition's first touch.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -36,6 +37,11 @@ class PartitionManager {
   // Periodic upkeep: time-based flushes (flush.ms); with `retention`, deletes segments past
   // retention. Returns the number of segments deleted.
   int Maintain(bool retention);
+  // Where each partition's high watermark hint comes from (replication-offset-checkpoint, in
+  // cluster mode): called once per partition as it opens; kInvalidOffset for none. Set before
+  // the first Get.
+  using HintFn = std::function<Offset(const std::string& topic, PartitionId partition)>;
+  void SetHighWatermarkHints(HintFn fn) { hints_ = std::move(fn); }
   // Wakes every delayed operation (the broker is stopping).
   void WakeAll();
   // Shuts every partition down (writing each one's producer snapshot); later Gets fail.
@@ -77,6 +83,7 @@ class PartitionManager {
 
   LogProvider* logs_;
   const NodeId local_;
+  HintFn hints_;
   mutable std::shared_mutex mu_;  // guards slots_ and closed_
   std::unordered_map<Key, std::shared_ptr<Slot>, KeyHash, KeyEq> slots_;
   bool closed_ = false;

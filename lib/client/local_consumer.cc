@@ -19,6 +19,7 @@
 #include "format/record_batch.h"
 #include "offsets/local.h"
 #include "storage/data_dir.h"
+#include "storage/offset_checkpoint.h"
 #include "storage/partition_log.h"
 
 namespace silt::client {
@@ -129,6 +130,15 @@ Result<std::unique_ptr<LocalConsumer>> LocalConsumer::Open(storage::DataDir* dir
                                      " partition(s); there is no partition " + std::to_string(id) +
                                      " here");
   }
+  // A data dir that has been a cluster replica holds the high watermark of each of its
+  // partitions at its last stop: beyond it the records may not be committed (a follower's log
+  // can hold records its leader never committed and a new leader will cut), so a read that
+  // stops at the end stops there, as a consumer of the cluster would.
+  storage::OffsetCheckpointMap committed_ends;
+  if (auto cp = storage::ReadOffsetCheckpoint(JoinPath(dir->path(), storage::kReplicationCheckpointFile));
+      cp.ok()) {
+    committed_ends = std::move(cp).value();
+  }
   if (options.follow) {
     c->inotify_fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
     if (c->inotify_fd_ < 0) return Status::FromErrno("inotify_init1", errno);
@@ -144,7 +154,9 @@ Result<std::unique_ptr<LocalConsumer>> LocalConsumer::Open(storage::DataDir* dir
                                 IN_DELETE_SELF | IN_MOVE_SELF) < 0)
       return Status::FromErrno("inotify_add_watch " + part->dir, errno);
     const int64_t start = log->log_start_offset().value();
-    const int64_t end = log->log_end_offset().value();
+    int64_t end = log->log_end_offset().value();
+    if (auto hw = committed_ends.find({topic, id}); hw != committed_ends.end())
+      end = std::clamp(hw->second, start, end);
     part->end = end;
     auto committed = opts.committed.find(id);
     if (committed != opts.committed.end()) {

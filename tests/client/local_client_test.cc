@@ -14,6 +14,7 @@
 #include "client/local_producer.h"
 #include "format/record_batch.h"
 #include "storage/data_dir.h"
+#include "storage/offset_checkpoint.h"
 
 using namespace silt;
 using namespace silt::client;
@@ -231,6 +232,35 @@ TEST_CASE("a consumer that is not following stops at the end it saw when it open
   REQUIRE((*c)->Run([&](int32_t, const format::RecordView&) { return ++n, true; }, nullptr, nullptr).ok());
   CHECK(n == 5);
   CHECK((*c)->Positions().at(0) == 5);
+}
+
+TEST_CASE("on a replica's data dir a consumer stops at the checkpointed high watermark") {
+  TempDataDir tmp;
+  {
+    auto wdir = Open(tmp.path, false);
+    auto p = LocalProducer::Open(wdir.get(), "t", {});
+    for (int i = 0; i < 6; ++i) REQUIRE((*p)->Send(std::nullopt, "r" + std::to_string(i), {}).ok());
+    REQUIRE((*p)->Flush().ok());
+  }
+  // Without a replication-offset-checkpoint (a single node's dir): the log end.
+  CHECK(ReadAll(tmp.path, "t", {}).size() == 6);
+  // A cluster replica's dir: records 4 and 5 were never known to be committed.
+  REQUIRE(storage::WriteOffsetCheckpoint(tmp.path + "/" + storage::kReplicationCheckpointFile,
+                                         {{{"t", 0}, 4}, {{"other", 0}, 1}})
+              .ok());
+  auto got = ReadAll(tmp.path, "t", {});
+  REQUIRE(got.size() == 4);
+  CHECK(got.back().value == "r3");
+  // "end" is that bound too; a checkpoint past the log end changes nothing.
+  ConsumerOptions from_end;
+  from_end.start = {OffsetSpec::Kind::kFromEnd, 1};
+  got = ReadAll(tmp.path, "t", from_end);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].offset == 3);
+  REQUIRE(storage::WriteOffsetCheckpoint(tmp.path + "/" + storage::kReplicationCheckpointFile,
+                                         {{{"t", 0}, 99}})
+              .ok());
+  CHECK(ReadAll(tmp.path, "t", {}).size() == 6);
 }
 
 TEST_CASE("a background producer writes what a foreground one writes, batch for batch") {
