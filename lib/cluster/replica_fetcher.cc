@@ -35,11 +35,6 @@ OutOfRangeAction DecideOutOfRange(Offset leader_log_start, Offset log_end) {
                                                     : OutOfRangeAction::kTruncate;
 }
 
-namespace {
-
-// The latest leader epoch in `p`'s log (Kafka's latestEpoch), found through EndOffsetForEpoch,
-// which answers NotFound for every epoch above it (as Kafka's leader does) and the epoch itself
-// for it. NotFound when the log knows no epoch at or below the one it follows.
 Result<broker::Partition::EpochEnd> LatestEpoch(const broker::Partition& p) {
   for (int32_t e = p.leader_epoch().value(); e >= 0; --e) {
     auto r = p.EndOffsetForEpoch(LeaderEpoch(e));
@@ -48,6 +43,8 @@ Result<broker::Partition::EpochEnd> LatestEpoch(const broker::Partition& p) {
   }
   return Status::NotFound(p.name() + ": no leader epoch in the log");
 }
+
+namespace {
 
 using broker::LogDebug;
 using broker::LogInfo;
