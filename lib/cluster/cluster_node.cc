@@ -372,6 +372,7 @@ void ClusterNode::Impl::MemberLoop() {
       auto r = Propose(register_id, records, 2000);
       if (r.ok()) {
         registered = true;
+        last_controller_contact_ms = MonotonicMs();
         LogInfo("registered as broker " + std::to_string(options.node_id.value()) + " at " +
                 node->advertised_host + ":" + std::to_string(node->advertised_port));
       } else if (r.status().code() == Status::Code::kInvalidArgument) {

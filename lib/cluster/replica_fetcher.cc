@@ -181,7 +181,10 @@ bool FetcherThread::Connect() {
   if (!to_) return false;
   auto c = net::Connection::Open(net::HostPort{to_->host, to_->port},
                                  "silt-replica-" + std::to_string(self_.value()),
-                                 config_.socket_timeout_ms, EncodePreamble(PeerStream::kKafka, self_));
+                                 // Short: a stopped leader accepts and then says nothing,
+                                 // and Stop() waits for this thread.
+                                 std::min(config_.socket_timeout_ms, 3000),
+                                 EncodePreamble(PeerStream::kKafka, self_));
   if (!c.ok()) {
     int64_t now = MonotonicMs();
     if (now - last_connect_warning_ms_ > 10000) {

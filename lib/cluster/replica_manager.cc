@@ -171,9 +171,21 @@ void ReplicaManager::Impl::TakeOutcomes() {
     if (!out.status.ok()) {
       LogInfo(a.p->name() + ": the ISR change was not applied: " + out.status.message());
       a.retry_after_ms = MonotonicMs() + 1000;
-      // Back to the committed ISR (an addition counted early no longer counts).
-      if (a.role == Role::kLeader) a.p->SetIsr(a.isr);
     }
+    // The committed ISR now, applied or not: an addition counted early stops counting if it was
+    // refused, and an image seen while the change was in flight was not applied then. (Never an
+    // older ISR than the image's: dropping an added member for a moment could let the high
+    // watermark pass it.) Propose returns once this node's image holds the outcome.
+    auto img = o.image();
+    if (const TopicImage* t = img->FindTopic(a.topic_id)) {
+      auto pit = t->partitions.find(out.key.second);
+      if (pit != t->partitions.end() && pit->second.leader_epoch == a.epoch) {
+        a.isr = pit->second.isr;
+        a.partition_epoch = pit->second.partition_epoch;
+        a.replicas = pit->second.replicas;
+      }
+    }
+    if (a.role == Role::kLeader) a.p->SetIsr(a.isr);
   }
 }
 

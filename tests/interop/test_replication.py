@@ -31,7 +31,10 @@ if shutil.which("kcat") is None:
 CLUSTER_ID = "interop-replication-1"
 WORK = tempfile.mkdtemp(prefix="silt-replication-")
 TOPIC = "replicated"
-LAG_MS = 4000
+LAG_MS = 2500
+# Longer than the lag, so that a stopped follower leaves the ISR by its leader's AlterPartition
+# before the controller fences it.
+SESSION_MS = 6000
 
 
 def free_port():
@@ -57,7 +60,8 @@ class Node:
         listen = "127.0.0.1:%d" % self.port
         return [SILT, "serve", "-d", self.data, "--listen", listen, "--node-id", str(self.id),
                 "--peers", VOTERS, "--cluster-id", CLUSTER_ID,
-                "--set", "replica.lag.time.max.ms=%d" % LAG_MS]
+                "--set", "replica.lag.time.max.ms=%d" % LAG_MS,
+                "--set", "broker.session.timeout.ms=%d" % SESSION_MS]
 
     def start(self):
         if self.port == 0:
@@ -322,6 +326,13 @@ try:
         return ps is not None and all(stopped.id not in isr and l != stopped.id
                                       for l, isr in ps.values())
     wait_for("node %d to leave every ISR" % stopped.id, left, seconds=LAG_MS / 1000 + 30)
+    shrunk = 0
+    for n in others:
+        with open(n.log_path, errors="replace") as f:
+            shrunk += len(re.findall(r"shrinking the ISR \[[0-9,]*\] -> \[[0-9,]*\]", f.read()))
+    if shrunk == 0:
+        fail("no leader shrank an ISR itself (AlterPartition) while node %d was stopped"
+             % stopped.id)
     print("ok: node %d stopped; out of every ISR after %.1fs; acks=all went on"
           % (stopped.id, time.time() - t2))
     stopped.signal(signal.SIGCONT)
