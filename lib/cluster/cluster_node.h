@@ -24,7 +24,7 @@
 // - Liveness: every broker.heartbeat.interval.ms a node sends a heartbeat to the controller;
 //   the ready controller fences a broker silent for broker.session.timeout.ms (FenceBroker, and
 //   a PartitionChange of each partition it led to the first other unfenced in-sync replica, or
-//   to no leader) and unfences it when it is heard from again, giving its leaderless
+//   to no leader; it leaves every ISR it was in unless it was the last member) and unfences it when it is heard from again, giving its leaderless
 //   partitions back.
 // - Once registered (so caught up with the log), a background thread deletes the local logs of
 //   topics the image no longer has and keeps the local topics' configs and partition counts in
