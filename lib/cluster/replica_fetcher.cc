@@ -204,6 +204,12 @@ void FetcherThread::Run() {
     std::vector<Snap> truncating = Ready(FetchState::kTruncating);
     std::vector<Snap> fetching = Ready(FetchState::kFetching);
     if (truncating.empty() && fetching.empty()) {
+      bool idle = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        idle = entries_.empty();
+      }
+      if (idle) conn_.reset();  // nothing followed from this node any more
       Sleep(50);
       continue;
     }
