@@ -400,6 +400,7 @@ void ClusterNode::Impl::MemberLoop() {
       if (r.ok()) {
         registered = true;
         is_registered.store(true);
+        last_controller_contact_ms = MonotonicMs();
         LogInfo("registered as broker " + std::to_string(options.node_id.value()) + " at " +
                 node->advertised_host + ":" + std::to_string(node->advertised_port));
       } else if (r.status().code() == Status::Code::kInvalidArgument) {
@@ -818,15 +819,14 @@ Result<std::shared_ptr<storage::PartitionLog>> ImageStore::OpenLog(const std::st
   }
   // With a broker behind it, only the replica manager opens a replica (and gives it its role
   // before any request can use it); anyone else is told to retry, and the manager is woken.
-  ReplicaManager* rm = nullptr;
-  {
+  if (!OpeningForReplicaManager()) {
+    // Under mu: Stop() takes the manager away under it before destroying it.
     std::lock_guard<std::mutex> lock(node_->mu);
-    rm = node_->replicas.get();
-  }
-  if (rm != nullptr && !OpeningForReplicaManager()) {
-    rm->Wake();
-    return Status::NotLeader(topic + "-" + std::to_string(partition.value()) +
-                             ": the replica is not open here yet");
+    if (node_->replicas) {
+      node_->replicas->Wake();
+      return Status::NotLeader(topic + "-" + std::to_string(partition.value()) +
+                               ": the replica is not open here yet");
+    }
   }
   {
     // The data dir keeps the topic under the image's id, with every partition the image has.

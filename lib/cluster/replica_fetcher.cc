@@ -35,6 +35,15 @@ OutOfRangeAction DecideOutOfRange(Offset leader_log_start, Offset log_end) {
                                                     : OutOfRangeAction::kTruncate;
 }
 
+Result<broker::Partition::EpochEnd> LatestEpoch(const broker::Partition& p) {
+  for (int32_t e = p.leader_epoch().value(); e >= 0; --e) {
+    auto r = p.EndOffsetForEpoch(LeaderEpoch(e));
+    if (r.ok()) return r;
+    if (!r.status().IsNotFound()) return r.status();
+  }
+  return Status::NotFound(p.name() + ": no leader epoch in the log");
+}
+
 namespace {
 
 using broker::LogDebug;
@@ -172,7 +181,10 @@ bool FetcherThread::Connect() {
   if (!to_) return false;
   auto c = net::Connection::Open(net::HostPort{to_->host, to_->port},
                                  "silt-replica-" + std::to_string(self_.value()),
-                                 config_.socket_timeout_ms, EncodePreamble(PeerStream::kKafka, self_));
+                                 // Short: a stopped leader accepts and then says nothing,
+                                 // and Stop() waits for this thread.
+                                 std::min(config_.socket_timeout_ms, 3000),
+                                 EncodePreamble(PeerStream::kKafka, self_));
   if (!c.ok()) {
     int64_t now = MonotonicMs();
     if (now - last_connect_warning_ms_ > 10000) {
@@ -192,6 +204,12 @@ void FetcherThread::Run() {
     std::vector<Snap> truncating = Ready(FetchState::kTruncating);
     std::vector<Snap> fetching = Ready(FetchState::kFetching);
     if (truncating.empty() && fetching.empty()) {
+      bool idle = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        idle = entries_.empty();
+      }
+      if (idle) conn_.reset();  // nothing followed from this node any more
       Sleep(50);
       continue;
     }
@@ -223,15 +241,18 @@ Status FetcherThread::TruncationRound(const std::vector<Snap>& batch) {
   std::vector<const Snap*> asked;
   for (const Snap& s : batch) {
     // Our latest epoch: the largest the log knows at all.
-    auto latest = s.e.p->EndOffsetForEpoch(LeaderEpoch(INT32_MAX));
+    auto latest = LatestEpoch(*s.e.p);
     if (!latest.ok()) {
       // No epochs in our log (empty, or written before epochs): nothing to ask about; Kafka
       // truncates such a replica to its high watermark.
+      LogDebug(s.e.p->name() + ": " + latest.status().ToString());
       std::lock_guard<std::mutex> lock(mu_);
       Entry* e = Current(s);
       if (e == nullptr) continue;
       Offset hw = e->p->high_watermark();
       if (hw.value() < e->p->log_end_offset().value()) {
+        LogInfo(e->p->name() + ": no leader epochs in the log; truncating to the high watermark " +
+                std::to_string(hw.value()));
         Status t = e->p->TruncateTo(hw);
         if (!t.ok()) {
           LogWarn(e->p->name() + ": truncating to the high watermark: " + t.ToString());
@@ -390,7 +411,12 @@ Status FetcherThread::FetchRound(const std::vector<Snap>& batch) {
           continue;
         }
       }
+      const Offset hw_before = e->p->high_watermark();
       e->p->UpdateFollowerHighWatermark(Offset(fp.high_watermark));
+      if (e->p->high_watermark() != hw_before) {
+        LogDebug(e->p->name() + ": high watermark " + std::to_string(e->p->high_watermark().value()) +
+                 " (the leader's " + std::to_string(fp.high_watermark) + ")");
+      }
     }
   }
   return Status::OK();

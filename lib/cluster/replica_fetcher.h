@@ -82,6 +82,12 @@ enum class OutOfRangeAction {
 };
 OutOfRangeAction DecideOutOfRange(Offset leader_log_start, Offset log_end);
 
+// The latest leader epoch in `p`'s log and its end (the log end; Kafka's latestEpoch), what a
+// follower asks the leader about. Found through EndOffsetForEpoch, which answers NotFound for
+// every epoch above the latest, so the search runs down from the epoch the replica follows.
+// NotFound when the log knows no epoch at or below it.
+Result<broker::Partition::EpochEnd> LatestEpoch(const broker::Partition& p);
+
 class ReplicaFetchers {
  public:
   ReplicaFetchers(NodeId self, std::vector<Voter> voters, ReplicaFetchConfig config);

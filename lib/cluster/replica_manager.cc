@@ -131,6 +131,7 @@ struct ReplicaManager::Impl {
   std::map<Key, Applied> applied;
   bool isolated = false;
   int64_t next_shrink_ms = 0;
+  std::set<int32_t> unfenced;  // brokers of the last image reconciled that may join an ISR
 
   explicit Impl(ReplicaManagerOptions opts)
       : o(std::move(opts)), fetchers(o.self, o.voters, o.fetch) {}
@@ -170,15 +171,31 @@ void ReplicaManager::Impl::TakeOutcomes() {
     if (!out.status.ok()) {
       LogInfo(a.p->name() + ": the ISR change was not applied: " + out.status.message());
       a.retry_after_ms = MonotonicMs() + 1000;
-      // Back to the committed ISR (an addition counted early no longer counts).
-      if (a.role == Role::kLeader) a.p->SetIsr(a.isr);
     }
+    // The committed ISR now, applied or not: an addition counted early stops counting if it was
+    // refused, and an image seen while the change was in flight was not applied then. (Never an
+    // older ISR than the image's: dropping an added member for a moment could let the high
+    // watermark pass it.) Propose returns once this node's image holds the outcome.
+    auto img = o.image();
+    if (const TopicImage* t = img->FindTopic(a.topic_id)) {
+      auto pit = t->partitions.find(out.key.second);
+      if (pit != t->partitions.end() && pit->second.leader_epoch == a.epoch) {
+        a.isr = pit->second.isr;
+        a.partition_epoch = pit->second.partition_epoch;
+        a.replicas = pit->second.replicas;
+      }
+    }
+    if (a.role == Role::kLeader) a.p->SetIsr(a.isr);
   }
 }
 
 void ReplicaManager::Impl::Reconcile() {
   auto img = o.image();
   const int64_t now = MonotonicMs();
+  unfenced.clear();
+  for (const auto& [id, b] : img->brokers()) {
+    if (!b.fenced) unfenced.insert(id);
+  }
   bool cut_off = now - o.last_controller_contact_ms() > o.broker_session_timeout_ms;
   if (cut_off != isolated) {
     isolated = cut_off;
@@ -296,7 +313,16 @@ void ReplicaManager::Impl::CheckIsr() {
                        o.replica_lag_time_max_ms);
     }
     if (!next) {
-      next = ExpandIsr(a.isr, a.replicas, followers, a.p->high_watermark(), a.epoch_start);
+      // Candidates: followers fetching now (Kafka expands on a follower's fetch) from brokers
+      // the image has unfenced (KIP-841); the leader's memory of a dead one's log end is no
+      // reason to add it.
+      std::vector<broker::Partition::FollowerState> live;
+      for (const auto& f : followers) {
+        if (unfenced.count(f.id.value()) && now - f.last_fetch_ms <= o.replica_lag_time_max_ms) {
+          live.push_back(f);
+        }
+      }
+      next = ExpandIsr(a.isr, a.replicas, live, a.p->high_watermark(), a.epoch_start);
       expanding = next.has_value();
     }
     if (!next) continue;

@@ -15,7 +15,7 @@
 // - ISR: every replica.lag.time.max.ms / 2 the leader drops followers not caught up for
 //   replica.lag.time.max.ms (Kafka's rule: a follower at the leader's log end is caught up);
 //   every tick it adds a follower whose log end is at least the high watermark and the leader
-//   epoch's start offset. A change is an AlterPartitionRecord (the leader's epoch and the
+//   epoch's start offset, if it fetched within the lag and its broker is unfenced (KIP-841). A change is an AlterPartitionRecord (the leader's epoch and the
 //   partition epoch it was based on) proposed to the controller, one in flight per partition;
 //   the image's apply checks it (metadata_records.h). The ISR used for the high watermark is the
 //   maximal one (Kafka's maximalIsr): an addition counts at once, a removal only once the image

@@ -1,8 +1,11 @@
 // The follower's truncation decisions and the leader's ISR decisions, as pure functions.
 #include <doctest/doctest.h>
 
+#include "base/file.h"
+#include "broker/broker_test_util.h"
 #include "cluster/replica_fetcher.h"
 #include "cluster/replica_manager.h"
+#include "storage/partition_log.h"
 
 using namespace silt;
 using namespace silt::cluster;
@@ -121,4 +124,33 @@ TEST_CASE("the ISR takes back a follower at or past the HW and the leader epoch'
   // A node that is not a replica is never added.
   std::vector<Partition::FollowerState> stranger{Follower(4, 500, 0)};
   CHECK_FALSE(ExpandIsr(Ids({1}), Ids({1, 2}), stranger, Offset(0), Offset(0)).has_value());
+}
+
+TEST_CASE("a follower asks about the latest epoch its log holds, not the one it now follows") {
+  std::string root = broker::testing::TempDir();
+  auto log = storage::PartitionLog::Open(root + "/r-0", storage::LogConfig{}, {});
+  REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+  std::shared_ptr<storage::PartitionLog> shared = std::move(log).value();
+  auto opened = Partition::Open("r", PartitionId(0), shared, NodeId(1), LeaderEpoch(0));
+  REQUIRE(opened.ok());
+  std::shared_ptr<Partition> p = *opened;
+  // An empty log knows no epoch.
+  REQUIRE(p->BecomeLeader(LeaderEpoch(0), 0, {NodeId(1)}, {NodeId(1)}).ok());
+  auto produce = [&](int n) {
+    std::string batch = broker::testing::MakeBatch(n);
+    REQUIRE(p->AppendFromProducer(batch.data(), batch.size(), p->config()).error ==
+            protocol::ErrorCode::NONE);
+  };
+  produce(3);
+  REQUIRE(p->BecomeLeader(LeaderEpoch(4), 1, {NodeId(1)}, {NodeId(1)}).ok());
+  produce(2);
+  // Now it follows epoch 9 of another node: its log's latest epoch is still 4, ending at 5.
+  REQUIRE(p->BecomeFollower(LeaderEpoch(9), 2, NodeId(2)).ok());
+  auto latest = LatestEpoch(*p);
+  REQUIRE_MESSAGE(latest.ok(), latest.status().ToString());
+  CHECK(latest->epoch == LeaderEpoch(4));
+  CHECK(latest->end_offset == Offset(5));
+  p->Shutdown();
+  REQUIRE(shared->Close().ok());
+  (void)RemoveAll(root);
 }

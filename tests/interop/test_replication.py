@@ -4,7 +4,8 @@ min.insync.replicas 2.
 kcat produces with acks=all; every node's data dir ends up with byte-identical batches up to the
 high watermark (silt dump-segment --format json); kill -9 of a partition leader: a new leader from
 the ISR serves every acknowledged record and acks=all resumes; a follower stopped (SIGSTOP) past
-replica.lag.time.max.ms leaves the ISR and comes back after SIGCONT."""
+replica.lag.time.max.ms leaves the ISR and comes back after SIGCONT; a leader that took acks=1
+records alone and died truncates them by leader epoch when it comes back as a follower."""
 import glob
 import json
 import os
@@ -30,7 +31,10 @@ if shutil.which("kcat") is None:
 CLUSTER_ID = "interop-replication-1"
 WORK = tempfile.mkdtemp(prefix="silt-replication-")
 TOPIC = "replicated"
-LAG_MS = 4000
+LAG_MS = 2500
+# Longer than the lag, so that a stopped follower leaves the ISR by its leader's AlterPartition
+# before the controller fences it.
+SESSION_MS = 6000
 
 
 def free_port():
@@ -56,7 +60,8 @@ class Node:
         listen = "127.0.0.1:%d" % self.port
         return [SILT, "serve", "-d", self.data, "--listen", listen, "--node-id", str(self.id),
                 "--peers", VOTERS, "--cluster-id", CLUSTER_ID,
-                "--set", "replica.lag.time.max.ms=%d" % LAG_MS]
+                "--set", "replica.lag.time.max.ms=%d" % LAG_MS,
+                "--set", "broker.session.timeout.ms=%d" % SESSION_MS]
 
     def start(self):
         if self.port == 0:
@@ -176,6 +181,21 @@ def consume_all(node):
     return c.stdout.split()
 
 
+def consume_expecting(node, expected, seconds=30):
+    """Consumes everything until it is `expected` (a new leader's HW reaches what was acked once
+    its in-sync followers have fetched from it), or fails saying what was there."""
+    deadline = time.time() + seconds
+    got = None
+    while time.time() < deadline:
+        got = consume_all(node)
+        if got is not None and sorted(got) == sorted(expected):
+            return got
+        time.sleep(0.5)
+    fail("the topic holds %s records, not the %d acked: missing %s, unexpected %s"
+         % (None if got is None else len(got), len(expected),
+            sorted(set(expected) - set(got or []))[:5], sorted(set(got or []) - set(expected))[:5]))
+
+
 def batches(node, part):
     """The JSON lines of every batch of TOPIC-part in `node`'s data dir, in offset order."""
     out = []
@@ -268,10 +288,7 @@ try:
     wait_for("new leaders for node %d's partitions" % old, moved)
     print("ok: node %d killed; its partitions have new leaders after %.1fs"
           % (old, time.time() - t0))
-    got = consume_all(survivors[0])
-    if got is None or sorted(got) != sorted(first):
-        fail("after the failover the topic holds %s records, not the %d acked"
-             % (None if got is None else len(got), len(first)))
+    consume_expecting(survivors[0], first)
     second = ["b%d" % i for i in range(200)]
     t1 = time.time()
     rc, err = produce(survivors[1], second)
@@ -309,19 +326,90 @@ try:
         return ps is not None and all(stopped.id not in isr and l != stopped.id
                                       for l, isr in ps.values())
     wait_for("node %d to leave every ISR" % stopped.id, left, seconds=LAG_MS / 1000 + 30)
+    shrunk = 0
+    for n in others:
+        with open(n.log_path, errors="replace") as f:
+            shrunk += len(re.findall(r"shrinking the ISR \[[0-9,]*\] -> \[[0-9,]*\]", f.read()))
+    if shrunk == 0:
+        fail("no leader shrank an ISR itself (AlterPartition) while node %d was stopped"
+             % stopped.id)
     print("ok: node %d stopped; out of every ISR after %.1fs; acks=all went on"
           % (stopped.id, time.time() - t2))
     stopped.signal(signal.SIGCONT)
     wait_for("node %d back in every ISR" % stopped.id, all_in_sync, seconds=60)
-    got = consume_all(others[1])
-    if got is None or sorted(got) != sorted(first + second + third):
-        fail("the topic holds %s records, not the %d acked"
-             % (None if got is None else len(got), len(first + second + third)))
+    got = consume_expecting(others[1], first + second + third)
     hw = wait_for("the high watermarks", lambda: end_offsets(others[0]))
     wait_for("byte-identical replicas at the end",
              lambda: identical_replicas(list(NODES.values()), hw))
     print("ok: node %d back in every ISR after SIGCONT; all %d acked records there, replicas "
           "identical" % (stopped.id, len(got)))
+
+    # Truncation by leader epoch. Both followers of partition 0 stop; its leader takes records
+    # with acks=1, then dies. The first of them may still reach the followers (answers to the
+    # fetches they had waiting at the leader sit in their sockets); the second, taken once no
+    # fetch of theirs is waiting, only the leader has. A follower becomes leader in a new epoch
+    # and takes acks=all records; the old leader comes back, asks where its epoch ends and cuts
+    # what the new leader never had.
+    ps = wait_for("leaders of every partition", lambda: partitions(NODES[1]))
+    lead = NODES[ps[0][0]]
+    followers = [n for n in NODES.values() if n is not lead]
+    for n in followers:
+        n.signal(signal.SIGSTOP)
+
+    def alone(prefix):
+        return subprocess.run(["kcat", "-b", lead.address, "-P", "-t", TOPIC, "-p", "0",
+                               "-X", "acks=1", "-X", "message.timeout.ms=2000"],
+                              input="".join("%s%d\n" % (prefix, i) for i in range(20)),
+                              capture_output=True, text=True, timeout=60)
+    alone("x")
+    time.sleep(0.3)
+    p = alone("y")
+    before = batches(lead, 0)
+    lead.kill9()
+    theirs = max(b["lastOffset"] for b in batches(followers[0], 0)) + 1
+    for n in followers:
+        n.signal(signal.SIGCONT)
+    mine = max(b["lastOffset"] for b in before) + 1
+    if mine < theirs + 40:
+        fail("the leader did not take both acks=1 produces (log end %d, followers' %d): kcat rc %d,"
+             " %s" % (mine, theirs, p.returncode, p.stderr))
+    print("ok: partition 0's leader %d wrote offsets %d..%d with its followers stopped, then "
+          "was killed" % (lead.id, theirs, mine - 1))
+
+    def new_leader():
+        ps = partitions(followers[0])
+        return ps is not None and ps[0][0] in (followers[0].id, followers[1].id)
+    wait_for("a new leader of partition 0", new_leader, seconds=60)
+    fourth = ["d%d" % i for i in range(100)]
+    rc, err = produce(followers[0], fourth, timeout=120)
+    if rc != 0:
+        fail("acks=all produce after the second failover: " + err)
+    lead.start()
+
+    def rejoined():
+        ps = partitions(followers[0])
+        return ps is not None and all(isr == [1, 2, 3] for _, isr in ps.values())
+    wait_for("node %d back in every ISR" % lead.id, rejoined, seconds=60)
+    hw = wait_for("the high watermarks", lambda: end_offsets(followers[0]))
+    wait_for("byte-identical replicas after the truncation",
+             lambda: identical_replicas(list(NODES.values()), hw))
+    acked = first + second + third + fourth
+    deadline = time.time() + 30
+    while True:
+        got = consume_all(followers[1]) or []
+        if set(acked) <= set(got) or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    missing = set(acked) - set(got)
+    if missing:
+        fail("acked records missing after the truncation: %s" % sorted(missing)[:5])
+    if any(v.startswith("y") for v in got):
+        fail("records only the dead leader had are served: %s"
+             % [v for v in got if v.startswith("y")][:5])
+    if len(got) != len(set(got)) or set(got) - set(acked) - {"x%d" % i for i in range(20)}:
+        fail("duplicates or strangers among the records served")
+    print("ok: node %d truncated what the new leader never had (%d records); replicas identical, "
+          "every acks=all record there" % (lead.id, 20))
 finally:
     pass
 
