@@ -604,7 +604,9 @@ int Run(const DumpFlags& f) {
 
 RunFn RegisterDumpSegment(CLI::App* sub, GlobalOptions*) {
   auto f = std::make_shared<DumpFlags>();
-  sub->add_option("file", f->files, "segment files: .log, .index, .timeindex or .snapshot")
+  sub->add_option("file", f->files,
+                  "segment files: .log, .index, .timeindex or .snapshot; or a metadata log "
+                  "directory (silt-metadata-raft) or its files")
       ->required()
       ->type_name("FILE");
   sub->add_flag("--records", f->records, "print every record of each batch");
