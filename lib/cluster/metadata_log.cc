@@ -15,7 +15,7 @@ namespace {
 
 constexpr uint64_t kDiskFormat = 1;
 constexpr size_t kFormatSize = 8;
-constexpr size_t kBatchPreamble = 4 + 4 + 8;  // header_crc, data_crc, n
+constexpr size_t kBatchPreamble = 4 + 4 + 8;    // header_crc, data_crc, n
 constexpr size_t kEntryHeader = 8 + 1 + 3 + 4;  // term, type, unused, length
 constexpr int8_t kEntryVersion = 1;
 constexpr int8_t kSnapshotVersion = 1;
@@ -153,7 +153,8 @@ Status ReadRaftSegment(const std::string& path, uint64_t first_index,
     if (n > (data.size() - pos) / kEntryHeader)
       return Status::Corruption(at("entry count " + std::to_string(n) + " exceeds the file"));
     const size_t header_len = 8 + kEntryHeader * n;
-    if (data.size() - (pos + 8) < header_len) return Status::Truncated(at("cut short in its header"));
+    if (data.size() - (pos + 8) < header_len)
+      return Status::Truncated(at("cut short in its header"));
     std::string_view header(data.data() + pos + 8, header_len);
     if (RaftCrc32(header) != header_crc) return Status::Corruption(at("header checksum mismatch"));
     pos += 8 + header_len;
@@ -205,7 +206,8 @@ Result<MetadataLogCommand> DecodeCommandEntry(std::string_view payload) {
 Result<MetadataLogSnapshot> ReadMetadataSnapshot(const std::string& path) {
   SILT_ASSIGN_OR_RETURN(std::string data, ReadFile(path));
   if (data.size() >= 4 && LE32(data.data()) == 0x184D2204u)
-    return Status::Unsupported(path + ": an LZ4-compressed snapshot (silt writes them "
+    return Status::Unsupported(path +
+                               ": an LZ4-compressed snapshot (silt writes them "
                                "uncompressed)");
   ByteReader rd(data);
   int8_t version = 0;
