@@ -12,14 +12,10 @@ Usage: bench/cluster_bench.py [--silt build/silt] [--runs 5] [--creates 200]
 """
 import argparse
 import os
-import re
-import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -32,58 +28,15 @@ ap.add_argument("--runs", type=int, default=5)
 ap.add_argument("--creates", type=int, default=200)
 args = ap.parse_args()
 SILT = os.path.abspath(args.silt)
-WORK = tempfile.mkdtemp(prefix="silt-cluster-bench-")
+# The nodes' start-up is shared with the cluster tests (tests/interop/cluster_common.py). Client
+# ports are fixed up front so the admin clients know every address before the nodes listen.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "interop"))
+from cluster_common import Cluster  # noqa: E402
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-PEERS = {i: free_port() for i in (1, 2, 3)}
-VOTERS = ",".join("%d@127.0.0.1:%d" % (i, p) for i, p in PEERS.items())
-PORTS = {i: free_port() for i in (1, 2, 3)}
-
-
-class Node:
-    def __init__(self, i):
-        self.id, self.proc = i, None
-        self.data = os.path.join(WORK, "node%d" % i)
-        self.log = os.path.join(WORK, "node%d.log" % i)
-        self.address = "127.0.0.1:%d" % PORTS[i]
-
-    def start(self):
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                [SILT, "serve", "-d", self.data, "--listen", self.address, "--node-id",
-                 str(self.id), "--peers", VOTERS, "--cluster-id", "bench-cluster"],
-                stderr=log, stdout=subprocess.DEVNULL)
-
-    def kill9(self):
-        if self.proc:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-
-NODES = {i: Node(i) for i in (1, 2, 3)}
-
-
-def cleanup():
-    for n in NODES.values():
-        n.stop()
-    shutil.rmtree(WORK, ignore_errors=True)
+CLUSTER = Cluster(SILT, "bench-cluster", prefix="silt-cluster-bench-", fixed_ports=True)
+NODES = CLUSTER.nodes
+cleanup = CLUSTER.cleanup
 
 
 def on_signal(signum, _frame):
@@ -96,13 +49,7 @@ signal.signal(signal.SIGTERM, on_signal)
 
 
 def fail(msg):
-    print("FAIL: " + msg)
-    for n in NODES.values():
-        if os.path.exists(n.log):
-            with open(n.log, errors="replace") as f:
-                print("--- node %d log (tail) ---\n%s" % (n.id, "".join(f.readlines()[-15:])))
-    cleanup()
-    sys.exit(1)
+    CLUSTER.fail(msg, tail=15)
 
 
 def admin(node):
@@ -162,7 +109,7 @@ def summary(label, values, unit="s"):
 
 
 def restart_and_settle(node):
-    node.start()
+    node.start(wait=False)
     wait_for("node %d back and all three brokers registered" % node.id, all_registered)
 
 
@@ -177,8 +124,7 @@ def next_topic(prefix):
 try:
     if not os.access(SILT, os.X_OK):
         fail("no silt binary at %s (build it: cmake --build build --target silt)" % SILT)
-    for n in NODES.values():
-        n.start()
+    CLUSTER.start_all(wait=False)
     wait_for("three registered brokers and a controller", all_registered)
 
     # 1. Controller failover.

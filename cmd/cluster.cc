@@ -3,20 +3,19 @@
 // end) and every partition's leader, leader epoch, replicas, ISR and offline replicas. Over the
 // network with standard Kafka requests (Metadata, DescribeQuorum), so it works against Apache
 // Kafka as well; on a data directory (-d) the single-node view of its topics.
+#include "client/cluster.h"
+
 #include <CLI/CLI.hpp>
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "client/admin.h"
-#include "client/cluster.h"
 #include "client/table.h"
 #include "cmd/cli_util.h"
 #include "cmd/command.h"
@@ -113,9 +112,9 @@ std::string RenderJson(const View& v, const ClusterArgs& a) {
     auto replicas = [&](const std::vector<client::QuorumReplica>& rs) {
       Json out = Json::array();
       for (const auto& r : rs) {
-        Json lag = r.log_end_offset < 0 ? Json(nullptr)
-                                        : Json(std::max<int64_t>(0, v.quorum->high_watermark -
-                                                                        r.log_end_offset));
+        Json lag = r.log_end_offset < 0
+                       ? Json(nullptr)
+                       : Json(std::max<int64_t>(0, v.quorum->high_watermark - r.log_end_offset));
         out.push_back({{"id", r.replica_id},
                        {"log_end", r.log_end_offset < 0 ? Json(nullptr) : Json(r.log_end_offset)},
                        {"lag", lag}});
@@ -239,8 +238,8 @@ RunFn RegisterCluster(CLI::App* sub, GlobalOptions* g) {
   return [=]() {
     auto v = NetworkMode(*g) ? NetworkView(*g, *a) : DataDirView(*g, *a);
     if (!v.ok()) return Fail(v.status());
-    std::string out = a->format == "json" ? RenderJson(*v, *a)
-                                          : RenderText(*v, *a, client::IsTerminal(1));
+    std::string out =
+        a->format == "json" ? RenderJson(*v, *a) : RenderText(*v, *a, client::IsTerminal(1));
     std::fwrite(out.data(), 1, out.size(), stdout);
     return kExitOk;
   };

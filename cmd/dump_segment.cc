@@ -12,6 +12,7 @@
 #include "base/file.h"
 #include "client/offset_spec.h"
 #include "client/record_format.h"
+#include "cluster/metadata_log.h"
 #include "cmd/command.h"
 #include "cmd/usage.h"
 #include "format/layout.h"
@@ -381,6 +382,169 @@ Status DumpSnapshot(const std::string& path, const DumpFlags& f) {
   return Status::OK();
 }
 
+// ---- the metadata log (<data dir>/silt-metadata-raft/) ------------------------------------
+
+using Json = nlohmann::ordered_json;
+
+Json Ids(const std::vector<NodeId>& ids) {
+  Json a = Json::array();
+  for (NodeId n : ids) a.push_back(n.value());
+  return a;
+}
+
+Json OptionalIds(const std::optional<std::vector<NodeId>>& ids) {
+  return ids ? Ids(*ids) : Json(nullptr);
+}
+
+// One metadata record as {"type": ..., fields...}, with KRaft's field names in snake_case.
+Json MetadataRecordJson(const cluster::MetadataRecord& rec) {
+  Json j = {{"type", cluster::RecordTypeName(cluster::TypeOf(rec))}};
+  std::visit(
+      [&j](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, cluster::RegisterBrokerRecord>) {
+          j["broker_id"] = r.broker_id.value();
+          j["incarnation_id"] = r.incarnation_id.ToString();
+          j["host"] = r.host;
+          j["port"] = r.port;
+        } else if constexpr (std::is_same_v<T, cluster::TopicRecord>) {
+          j["name"] = r.name;
+          j["topic_id"] = r.topic_id.ToString();
+        } else if constexpr (std::is_same_v<T, cluster::PartitionRecord>) {
+          j["partition_id"] = r.partition_id.value();
+          j["topic_id"] = r.topic_id.ToString();
+          j["replicas"] = Ids(r.replicas);
+          j["isr"] = Ids(r.isr);
+          j["leader"] = r.leader.value();
+          j["leader_epoch"] = r.leader_epoch.value();
+          j["partition_epoch"] = r.partition_epoch;
+        } else if constexpr (std::is_same_v<T, cluster::ConfigRecord>) {
+          j["resource_type"] = r.resource_type == cluster::ConfigResource::kTopic ? "topic" : "broker";
+          j["resource_name"] = r.resource_name;
+          j["name"] = r.name;
+          j["value"] = r.value ? Json(*r.value) : Json(nullptr);
+        } else if constexpr (std::is_same_v<T, cluster::PartitionChangeRecord>) {
+          j["partition_id"] = r.partition_id.value();
+          j["topic_id"] = r.topic_id.ToString();
+          j["isr"] = OptionalIds(r.isr);
+          j["leader"] = r.leader.value();
+          j["replicas"] = OptionalIds(r.replicas);
+        } else if constexpr (std::is_same_v<T, cluster::FenceBrokerRecord> ||
+                             std::is_same_v<T, cluster::UnfenceBrokerRecord>) {
+          j["broker_id"] = r.broker_id.value();
+        } else if constexpr (std::is_same_v<T, cluster::RemoveTopicRecord>) {
+          j["topic_id"] = r.topic_id.ToString();
+        } else if constexpr (std::is_same_v<T, cluster::ProducerIdsRecord>) {
+          j["broker_id"] = r.broker_id.value();
+          j["next_producer_id"] = r.next_producer_id.value();
+        } else if constexpr (std::is_same_v<T, cluster::ClusterIdRecord>) {
+          j["cluster_id"] = r.cluster_id;
+        }
+      },
+      rec);
+  return j;
+}
+
+// "TopicRecord name=orders topic_id=..." for the text form.
+std::string MetadataRecordText(const cluster::MetadataRecord& rec) {
+  Json j = MetadataRecordJson(rec);
+  std::string s = j["type"].get<std::string>();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "type") continue;
+    s += " " + it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump());
+  }
+  return s;
+}
+
+bool IsMetadataLogFile(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  return cluster::ParseRaftFileName(base).kind != cluster::RaftFileKind::kOther;
+}
+
+// A Raft directory: it holds libraft's files.
+bool IsMetadataLogDir(const std::string& path) {
+  auto names = ListDir(path);
+  if (!names.ok()) return false;
+  for (const auto& n : *names)
+    if (n == "metadata1" || n == "metadata2" || IsMetadataLogFile(n)) return true;
+  return false;
+}
+
+// Dumps one Raft file; `next_index` carries the numbering from a closed segment into the open
+// segments after it (0: unknown).
+Status DumpMetadataLogFile(const std::string& path, const DumpFlags& f, uint64_t* next_index) {
+  size_t slash = path.rfind('/');
+  cluster::RaftFileName name =
+      cluster::ParseRaftFileName(slash == std::string::npos ? path : path.substr(slash + 1));
+  if (name.kind == cluster::RaftFileKind::kSnapshotMeta) {
+    if (!f.json) std::cout << path << ": snapshot metadata (libraft's configuration), skipped\n";
+    return Status::OK();
+  }
+  if (name.kind == cluster::RaftFileKind::kSnapshot) {
+    SILT_ASSIGN_OR_RETURN(cluster::MetadataLogSnapshot snap, cluster::ReadMetadataSnapshot(path));
+    if (f.json) {
+      Json recs = Json::array();
+      for (const auto& r : snap.records) recs.push_back(MetadataRecordJson(r));
+      std::cout << Json({{"file", path},
+                         {"snapshot", {{"term", name.term}, {"index", name.index}}},
+                         {"dedup_window", snap.dedup_window},
+                         {"records", recs}})
+                       .dump()
+                << '\n';
+    } else {
+      std::cout << "snapshot term " << name.term << " index " << name.index << ": "
+                << snap.records.size() << " records, dedup window " << snap.dedup_window << '\n';
+      for (const auto& r : snap.records) std::cout << "  " << MetadataRecordText(r) << '\n';
+    }
+    *next_index = name.index + 1;
+    return Status::OK();
+  }
+  uint64_t first = name.kind == cluster::RaftFileKind::kClosedSegment ? name.first_index
+                                                                      : *next_index;
+  std::vector<cluster::RaftLogEntry> entries;
+  Status read = cluster::ReadRaftSegment(path, first, &entries);
+  for (const auto& e : entries) {
+    if (!std::cout.good()) break;
+    Json j = {{"file", path},
+              {"position", e.file_position},
+              {"index", e.index ? Json(e.index) : Json(nullptr)},
+              {"term", e.term},
+              {"type", cluster::RaftEntryTypeName(e.type)},
+              {"size", e.payload.size()}};
+    std::string text = "index " + (e.index ? std::to_string(e.index) : std::string("?")) +
+                       " term " + std::to_string(e.term) + " " +
+                       cluster::RaftEntryTypeName(e.type) + " (" +
+                       std::to_string(e.payload.size()) + " bytes)";
+    std::vector<std::string> lines;
+    if (e.type == cluster::kRaftCommand) {
+      auto cmd = cluster::DecodeCommandEntry(e.payload);
+      if (cmd.ok()) {
+        j["request_id"] = cmd->request_id.is_zero() ? Json(nullptr)
+                                                    : Json(cmd->request_id.ToString());
+        Json recs = Json::array();
+        for (const auto& r : cmd->records) {
+          recs.push_back(MetadataRecordJson(r));
+          lines.push_back(MetadataRecordText(r));
+        }
+        j["records"] = recs;
+        if (!cmd->request_id.is_zero()) text += " request " + cmd->request_id.ToString();
+      } else {
+        j["error"] = cmd.status().message();
+        text += ": " + cmd.status().message();
+      }
+    }
+    if (f.json) {
+      std::cout << j.dump() << '\n';
+    } else {
+      std::cout << text << '\n';
+      for (const auto& l : lines) std::cout << "  " << l << '\n';
+    }
+  }
+  if (!entries.empty() && entries.back().index) *next_index = entries.back().index + 1;
+  return read;
+}
+
 bool IsSegmentFileName(const std::string& path) {
   return EndsWith(path, format::kLogSuffix) || EndsWith(path, format::kIndexSuffix) ||
          EndsWith(path, format::kTimeIndexSuffix) || EndsWith(path, format::kSnapshotSuffix);
@@ -389,16 +553,31 @@ bool IsSegmentFileName(const std::string& path) {
 int Run(const DumpFlags& f) {
   storage::VerifyReport report;
   int rc = kExitOk;
+  // The metadata log: a Raft directory, or files of one, dumped in log order.
+  std::vector<std::string> files;
   for (const auto& file : f.files) {
+    if (IsDirectory(file) && IsMetadataLogDir(file)) {
+      auto listed = cluster::ListMetadataLogFiles(file);
+      if (!listed.ok()) return Fail(listed.status());
+      files.insert(files.end(), listed->begin(), listed->end());
+    } else {
+      files.push_back(file);
+    }
+  }
+  uint64_t next_index = 0;
+  for (const auto& file : files) {
     if (!std::cout.good()) break;  // the reader has gone
-    if (IsDirectory(file)) return Fail(file + " is a directory; give segment files (.log, .index, .timeindex)");
+    if (IsDirectory(file))
+      return Fail(file + " is a directory; give segment files (.log, .index, .timeindex) or a "
+                  "metadata log directory (silt-metadata-raft)");
     if (!PathExists(file)) return Fail("no such file: " + file);
-    if (!IsSegmentFileName(file))
+    if (!IsSegmentFileName(file) && !IsMetadataLogFile(file))
       return Fail(file + " is not a segment file (expected a .log, .index, .timeindex or "
-                  ".snapshot file of a partition directory)");
-    if (!f.json && f.files.size() > 1) std::cout << "Dumping " << file << '\n';
+                  ".snapshot file of a partition directory, or a file of silt-metadata-raft)");
+    if (!f.json && files.size() > 1) std::cout << "Dumping " << file << '\n';
     Status s;
-    if (EndsWith(file, format::kIndexSuffix)) s = DumpIndex(file, false, f, &report);
+    if (IsMetadataLogFile(file)) s = DumpMetadataLogFile(file, f, &next_index);
+    else if (EndsWith(file, format::kIndexSuffix)) s = DumpIndex(file, false, f, &report);
     else if (EndsWith(file, format::kTimeIndexSuffix)) s = DumpIndex(file, true, f, &report);
     else if (EndsWith(file, format::kSnapshotSuffix)) s = DumpSnapshot(file, f);
     else s = DumpLog(file, f, &report);
@@ -425,7 +604,9 @@ int Run(const DumpFlags& f) {
 
 RunFn RegisterDumpSegment(CLI::App* sub, GlobalOptions*) {
   auto f = std::make_shared<DumpFlags>();
-  sub->add_option("file", f->files, "segment files: .log, .index, .timeindex or .snapshot")
+  sub->add_option("file", f->files,
+                  "segment files: .log, .index, .timeindex or .snapshot; or a metadata log "
+                  "directory (silt-metadata-raft) or its files")
       ->required()
       ->type_name("FILE");
   sub->add_flag("--records", f->records, "print every record of each batch");

@@ -95,23 +95,23 @@ void Histogram::Observe(double v) {
   while (i < bounds_.size() && v > bounds_[i]) ++i;
   counts_[i].fetch_add(1, std::memory_order_relaxed);
   count_.fetch_add(1, std::memory_order_relaxed);
+  // A double has no atomic add: retry the sum until no other thread changed it meanwhile.
   uint64_t old = sum_bits_.load(std::memory_order_relaxed);
-  while (!sum_bits_.compare_exchange_weak(old, ToBits(FromBits(old) + v),
-                                          std::memory_order_relaxed)) {
-  }
+  uint64_t next;
+  do {
+    next = ToBits(FromBits(old) + v);
+  } while (!sum_bits_.compare_exchange_weak(old, next, std::memory_order_relaxed));
 }
 
 double Histogram::sum() const { return FromBits(sum_bits_.load(std::memory_order_relaxed)); }
 
 const std::vector<double>& LatencyBuckets() {
-  static const std::vector<double> b = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                        0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5,
-                                        5,      10};
+  static const std::vector<double> b = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                        0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
   return b;
 }
 
-Registry::Family& Registry::FamilyFor(const std::string& name, const std::string& help,
-                                      Kind kind) {
+Registry::Family& Registry::FamilyFor(const std::string& name, const std::string& help, Kind kind) {
   auto [it, inserted] = families_.try_emplace(name);
   if (inserted) {
     it->second.kind = kind;
@@ -131,8 +131,7 @@ Counter& Registry::GetCounter(const std::string& name, const std::string& help,
   return *c;
 }
 
-Gauge& Registry::GetGauge(const std::string& name, const std::string& help,
-                          const Labels& labels) {
+Gauge& Registry::GetGauge(const std::string& name, const std::string& help, const Labels& labels) {
   std::lock_guard<std::mutex> lock(mu_);
   Family& f = FamilyFor(name, help, Kind::kGauge);
   auto it = f.gauges.find(labels);
@@ -193,14 +192,12 @@ std::string Registry::Render() const {
       case Kind::kCounter:
         header(name, f.help, "counter");
         for (const auto& [l, c] : f.counters)
-          out += name + FormatLabels(l) + " " + FormatValue(static_cast<double>(c->value())) +
-                 "\n";
+          out += name + FormatLabels(l) + " " + FormatValue(static_cast<double>(c->value())) + "\n";
         break;
       case Kind::kGauge:
         header(name, f.help, "gauge");
         for (const auto& [l, g] : f.gauges)
-          out += name + FormatLabels(l) + " " + FormatValue(static_cast<double>(g->value())) +
-                 "\n";
+          out += name + FormatLabels(l) + " " + FormatValue(static_cast<double>(g->value())) + "\n";
         break;
       case Kind::kHistogram:
         header(name, f.help, "histogram");

@@ -53,7 +53,8 @@ void RequestMetrics::OnRequest(int16_t api_key, int16_t version, int64_t bytes) 
 
 void RequestMetrics::OnResponse(int16_t api_key, double seconds, int64_t bytes) {
   if (bytes > 0) bytes_out_->Inc(static_cast<uint64_t>(bytes));
-  if (api_key >= 0 && api_key < kMaxApiKey && latency_[api_key]) latency_[api_key]->Observe(seconds);
+  if (api_key >= 0 && api_key < kMaxApiKey && latency_[api_key])
+    latency_[api_key]->Observe(seconds);
 }
 
 void RequestMetrics::OnError(int16_t api_key, int16_t code) {
@@ -66,8 +67,8 @@ void RequestMetrics::OnError(int16_t api_key, int16_t code) {
 }
 
 int AddBrokerCollector(PartitionManager* partitions, MetadataStore* metadata, NodeId local) {
-  return metrics::Default().AddCollector([partitions, metadata, local](
-                                             std::vector<metrics::Sample>* out) {
+  return metrics::Default().AddCollector([partitions, metadata,
+                                          local](std::vector<metrics::Sample>* out) {
     auto gauge = [out](const char* name, const char* help, double v, metrics::Labels l = {}) {
       out->push_back({name, help, false, std::move(l), v});
     };
@@ -75,7 +76,8 @@ int AddBrokerCollector(PartitionManager* partitions, MetadataStore* metadata, No
     gauge("silt_partitions_open", "Partitions this node has open (leads or hosts)",
           static_cast<double>(opened.size()));
     for (const auto& p : opened) {
-      metrics::Labels l = {{"topic", p->topic()}, {"partition", std::to_string(p->partition().value())}};
+      metrics::Labels l = {{"topic", p->topic()},
+                           {"partition", std::to_string(p->partition().value())}};
       gauge("silt_partition_log_start_offset", "First offset of each open partition",
             static_cast<double>(p->log_start_offset().value()), l);
       gauge("silt_partition_log_end_offset", "Next offset to be written, per open partition",
@@ -101,7 +103,8 @@ int AddBrokerCollector(PartitionManager* partitions, MetadataStore* metadata, No
           "Partitions this node leads whose ISR is smaller than their replicas",
           static_cast<double>(under));
     if (std::optional<QuorumState> q = metadata->Quorum()) {
-      gauge("silt_raft_term", "Current Raft term of the metadata quorum", static_cast<double>(q->term));
+      gauge("silt_raft_term", "Current Raft term of the metadata quorum",
+            static_cast<double>(q->term));
       gauge("silt_raft_commit_index", "Highest Raft index known to be committed",
             static_cast<double>(q->commit_index));
       gauge("silt_raft_applied_index", "Highest Raft index applied to this node's metadata image",

@@ -28,7 +28,10 @@ class RequestMetrics {
   void OnError(int16_t api_key, int16_t code);
   // Records appended by Produce.
   void OnProduced(int64_t records) { produced_records_->Inc(static_cast<uint64_t>(records)); }
-  void OnConnectionOpened() { connections_->Add(1); connections_total_->Inc(); }
+  void OnConnectionOpened() {
+    connections_->Add(1);
+    connections_total_->Inc();
+  }
   void OnConnectionClosed() { connections_->Add(-1); }
 
  private:

@@ -1,7 +1,8 @@
 // The /metrics endpoint: a small HTTP server (cpp-httplib, kept inside metrics_http.cc) on a
 // thread of its own, serving GET /metrics from metrics::Default() in Prometheus text format
-// 0.0.4 (HEAD too, as httplib answers it with GET's headers). Anything else is 404. Rendering runs on the server's
-// thread and takes no lock an io thread holds for long: the request path only does atomic adds.
+// 0.0.4 (HEAD too, as httplib answers it with GET's headers). Anything else is 404. Rendering runs
+// on the server's thread and takes no lock an io thread holds for long: the request path only does
+// atomic adds.
 #pragma once
 
 #include <memory>

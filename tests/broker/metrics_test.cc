@@ -62,7 +62,9 @@ TEST_CASE("metrics move after a produce and are served only at GET /metrics") {
   CHECK(Sample(t1, "silt_network_received_bytes_total") > in0);
   CHECK(Sample(t1, "silt_network_sent_bytes_total") > 0);
   CHECK(Sample(t1, "silt_produce_records_total") == records0 + 7);
-  CHECK(Sample(t1, "silt_request_errors_total{api=\"Produce\",error=\"UNKNOWN_TOPIC_OR_PARTITION\"}") >= 1);
+  CHECK(Sample(t1,
+               "silt_request_errors_total{api=\"Produce\",error=\"UNKNOWN_TOPIC_OR_PARTITION\"}") >=
+        1);
   CHECK(Sample(t1, "silt_partition_log_end_offset{partition=\"0\",topic=\"scraped\"}") == 7);
   CHECK(Sample(t1, "silt_partition_high_watermark{partition=\"0\",topic=\"scraped\"}") == 7);
   CHECK(Sample(t1, "silt_partitions_led") >= 1);

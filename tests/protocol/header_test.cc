@@ -67,7 +67,7 @@ TEST_CASE("the API table drives supported versions, flexibility and header versi
     CHECK(IsVersionSupported(static_cast<int16_t>(a.key), a.max_version));
     CHECK_FALSE(IsVersionSupported(static_cast<int16_t>(a.key), a.max_version + 1));
   }
-  CHECK(keys.size() == 24);
+  CHECK(keys.size() == 25);
   CHECK(FindApi(int16_t{99}) == nullptr);
   CHECK(std::string(ApiName(1)) == "Fetch");
 
@@ -89,6 +89,10 @@ TEST_CASE("the API table drives supported versions, flexibility and header versi
   CHECK(RequestHeaderVersion(kIAC, 0) == 1);
   CHECK(RequestHeaderVersion(kIAC, 1) == 2);
   CHECK(ResponseHeaderVersion(kIAC, 1) == 1);
+  // DescribeQuorum is flexible from its first version: header v2 / v1 throughout.
+  const int16_t kDQ = static_cast<int16_t>(ApiKey::kDescribeQuorum);
+  CHECK(RequestHeaderVersion(kDQ, 0) == 2);
+  CHECK(ResponseHeaderVersion(kDQ, 0) == 1);
 
   ApiVersionsResponse av = MakeApiVersionsResponse();
   REQUIRE(av.api_keys.size() == SupportedApis().size());
