@@ -90,7 +90,13 @@ void GroupOwnership::Reconcile() {
     // A new leader epoch reloads: the log may hold what another leader wrote meanwhile.
     Status s = groups_->LoadPartition(p);
     if (!s.ok()) {
-      LogWarn("group coordinator: " + s.ToString() + " (retried)");
+      // Right after an election the replica manager may not have opened the partition with
+      // its new role yet: that is retried at the next pass and not worth a warning.
+      if (s.code() == Status::Code::kNotLeader) {
+        LogDebug("group coordinator: " + s.ToString() + " (retried)");
+      } else {
+        LogWarn("group coordinator: " + s.ToString() + " (retried)");
+      }
       loaded_.erase(p);
       continue;
     }
