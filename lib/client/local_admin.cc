@@ -67,6 +67,7 @@ class LocalAdmin : public Admin {
     if (s.ok()) {
       std::function<void(size_t)> report;
       if (progress_ && total > 0) {
+        progress_(0, total);  // the work as it starts (shown when the delay is 0)
         report = [this, total](size_t left) {
           progress_(std::max<int64_t>(0, total - static_cast<int64_t>(left)), total);
         };

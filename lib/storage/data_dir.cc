@@ -187,12 +187,15 @@ struct DataDir::Impl {
   void WaitReaped(const std::function<void(size_t left)>& progress) {
     std::unique_lock l(reap_mu);
     auto done = [this] { return reap_stop || (reap_queue.empty() && reaping == 0); };
-    while (!reap_cv.wait_for(l, std::chrono::milliseconds(250), done)) {
-      if (!progress) continue;
-      const size_t left = reap_queue.size() + reaping;
-      l.unlock();
-      progress(left);
-      l.lock();
+    // Told at once (how much there is to do), then every quarter second.
+    while (!done()) {
+      if (progress) {
+        const size_t left = reap_queue.size() + reaping;
+        l.unlock();
+        progress(left);
+        l.lock();
+      }
+      reap_cv.wait_for(l, std::chrono::milliseconds(250), done);
     }
   }
   // Before the lock is released: nobody else may remove what another writer could own then.

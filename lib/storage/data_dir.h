@@ -94,8 +94,8 @@ class DataDir {
   // closed without a flush.
   Status DeleteTopic(const std::string& name);
   // Blocks until the background removals of deleted topics' files are done (or stopped by
-  // Close()). With `progress`, calls it about every 250 ms with the number of directories
-  // still to remove.
+  // Close()). With `progress`, calls it at once and then about every 250 ms with the number of
+  // directories still to remove, while any are left.
   void WaitForDeletions(const std::function<void(size_t left)>& progress = nullptr);
   Status AlterTopicConfig(const std::string& name, const std::map<std::string, std::string>& set,
                           const std::vector<std::string>& remove = {});
