@@ -69,7 +69,7 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
   }
   if (!f.metrics_listen.empty()) {
     Status s = broker::ParseHostPort(f.metrics_listen, &config.metrics_host, &config.metrics_port);
-    if (!s.ok()) return Fail("--metrics-listen: " + s.message());
+    if (!s.ok()) return Fail("--metrics: " + s.message());
   }
   if (f.node_id >= 0) config.node_id = f.node_id;
   if (!f.peers.empty()) config.quorum_voters = f.peers;
@@ -166,8 +166,8 @@ RunFn RegisterServe(CLI::App* sub, GlobalOptions* global) {
                   "address to listen on, HOST:PORT (default 127.0.0.1:9092; port 0 picks one)");
   sub->add_option("--advertised-listener", f->advertised,
                   "HOST:PORT clients are told to connect to (default: the bound address)");
-  sub->add_option("--metrics-listen", f->metrics_listen,
-                  "serve Prometheus metrics at http://HOST:PORT/metrics (metrics.listen; "
+  sub->add_option("--metrics", f->metrics_listen,
+                  "serve Prometheus metrics at http://HOST:PORT/metrics (metrics.listener; "
                   "default: off)")
       ->type_name("HOST:PORT");
   sub->add_option("--node-id", f->node_id, "this broker's node id (default 0)")

@@ -136,7 +136,7 @@ _silt() {
     "serve:-d"|"serve:--data-dir") kind="dir" ;;
     "serve:--listen") kind="none" ;;
     "serve:--advertised-listener") kind="none" ;;
-    "serve:--metrics-listen") kind="none" ;;
+    "serve:--metrics") kind="none" ;;
     "serve:--node-id") kind="none" ;;
     "serve:--peers") kind="none" ;;
     "serve:--cluster-id") kind="none" ;;
@@ -192,7 +192,7 @@ _silt() {
     "perf") words="produce consume -h --help -d --data-dir -b --bootstrap-server" ;;
     "perf/produce") words="-h --help -t --topic -n --num-records -s --record-size --throughput --acks --no-idempotence -z --compression -p --partition --batch-size --linger-ms --interval-ms --format -d --data-dir -b --bootstrap-server" ;;
     "perf/consume") words="-h --help -t --topic -n --num-records -p --partition -o --offset --timeout-ms --interval-ms --format -d --data-dir -b --bootstrap-server" ;;
-    "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --metrics-listen --node-id --peers --cluster-id --set --log-level" ;;
+    "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --metrics --node-id --peers --cluster-id --set --log-level" ;;
     "completion") words="-h --help" ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))

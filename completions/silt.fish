@@ -172,7 +172,7 @@ complete -c silt -n '__fish_seen_subcommand_from serve' -s c -l config -r -F -d 
 complete -c silt -n '__fish_seen_subcommand_from serve' -s d -l data-dir -x -a '(__fish_complete_directories)' -d 'data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)'
 complete -c silt -n '__fish_seen_subcommand_from serve' -l listen -x -d 'address to listen on, HOST:PORT (default 127.0.0.1:9092; port 0 picks one)'
 complete -c silt -n '__fish_seen_subcommand_from serve' -l advertised-listener -x -d 'HOST:PORT clients are told to connect to (default: the bound address)'
-complete -c silt -n '__fish_seen_subcommand_from serve' -l metrics-listen -x -d 'serve Prometheus metrics at http://HOST:PORT/metrics (metrics.listen; default: off)'
+complete -c silt -n '__fish_seen_subcommand_from serve' -l metrics -x -d 'serve Prometheus metrics at http://HOST:PORT/metrics (metrics.listener; default: off)'
 complete -c silt -n '__fish_seen_subcommand_from serve' -l node-id -x -d 'this broker\'s node id (default 0)'
 complete -c silt -n '__fish_seen_subcommand_from serve' -l peers -x -d 'cluster mode: every node\'s peer address, ID@HOST:PORT,... (controller.quorum.voters); this node binds its own entry'
 complete -c silt -n '__fish_seen_subcommand_from serve' -l cluster-id -x -d 'cluster id, the same on every node (cluster.id; required for a new node)'

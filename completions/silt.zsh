@@ -479,7 +479,7 @@ _silt_serve() {
     '--data-dir[data directory (default: log.dirs, else $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
     '--listen[address to listen on, HOST:PORT (default 127.0.0.1:9092; port 0 picks one)]:value: '
     '--advertised-listener[HOST:PORT clients are told to connect to (default: the bound address)]:value: '
-    '--metrics-listen[serve Prometheus metrics at http://HOST:PORT/metrics (metrics.listen; default: off)]:value: '
+    '--metrics[serve Prometheus metrics at http://HOST:PORT/metrics (metrics.listener; default: off)]:value: '
     '--node-id[this broker'\''s node id (default 0)]:value: '
     '--peers[cluster mode: every node'\''s peer address, ID@HOST:PORT,... (controller.quorum.voters); this node binds its own entry]:value: '
     '--cluster-id[cluster id, the same on every node (cluster.id; required for a new node)]:value: '

@@ -127,7 +127,7 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   if (key == "node.id" || key == "broker.id") {
     return ParseInt<int32_t>(key, value, 0, INT32_MAX, &c->node_id);
   }
-  if (key == "metrics.listen") {
+  if (key == "metrics.listener") {
     if (value.empty()) {
       c->metrics_host.clear();
       c->metrics_port = -1;
@@ -271,7 +271,7 @@ std::vector<std::string> KnownServerProperties() {
       "num.io.threads", "offsets.topic.num.partitions", "offsets.retention.minutes",
       "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
       "group.min.session.timeout.ms", "group.max.session.timeout.ms", "log.cleaner.enable",
-      "log.cleaner.backoff.ms", "group.initial.rebalance.delay.ms", "metrics.listen",
+      "log.cleaner.backoff.ms", "group.initial.rebalance.delay.ms", "metrics.listener",
       "broker.heartbeat.interval.ms", "broker.session.timeout.ms",
       "replica.lag.time.max.ms", "replica.fetch.max.bytes", "replica.fetch.wait.max.ms",
       "replica.fetch.backoff.ms",

@@ -36,7 +36,7 @@ struct BrokerConfig {
   std::string cluster_id;  // empty: generated once and kept in the data dir
   // controller.quorum.voters (`1@host:port,...`): empty for a single node; else cluster mode.
   std::string quorum_voters;
-  // metrics.listen (`--metrics-listen`): HOST:PORT of the Prometheus /metrics endpoint; empty
+  // metrics.listener (`--metrics`): HOST:PORT of the Prometheus /metrics endpoint; empty
   // (the default): none. Port 0 picks one, reported in a "metrics on" log line.
   std::string metrics_host;
   int metrics_port = -1;  // -1: off

@@ -39,7 +39,7 @@ struct Server::Impl {
   std::string host;
   int port = 0;
 
-  // /metrics (metrics.listen), and the collector it reads the partitions with.
+  // /metrics (metrics.listener), and the collector it reads the partitions with.
   std::unique_ptr<MetricsHttpServer> metrics;
   int metrics_collector = 0;
 

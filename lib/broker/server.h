@@ -30,7 +30,7 @@ class Server {
   // The bound address.
   const std::string& host() const;
   int port() const;
-  // The bound port of /metrics (metrics.listen), or -1 when it is off.
+  // The bound port of /metrics (metrics.listener), or -1 when it is off.
   int metrics_port() const;
   Broker& broker();
 

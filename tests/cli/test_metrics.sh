@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `silt serve --metrics-listen` (and metrics.listen in a properties file): /metrics scraped from
+# `silt serve --metrics` (and metrics.listener in a properties file): /metrics scraped from
 # the real binary moves after a produce; other paths are 404; a bad address is a usage error.
 source "$(dirname "$0")/lib.sh"
 
@@ -8,7 +8,7 @@ if ! command -v curl >/dev/null; then
   finish
 fi
 
-printf 'metrics.listen=127.0.0.1:0\n' >"$TMP/server.properties"
+printf 'metrics.listener=127.0.0.1:0\n' >"$TMP/server.properties"
 "$SILT" serve -c "$TMP/server.properties" -d "$TMP/broker-data" --listen 127.0.0.1:0 \
   2>"$TMP/broker.log" &
 BG_PIDS+=("$!")
@@ -37,7 +37,7 @@ assert_eq 1 "$produce" "one Produce request"
 assert_eq 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://$M/")" "/ is 404"
 assert_eq 404 "$(curl -s -o /dev/null -w '%{http_code}' -d x "http://$M/metrics")" "POST is 404"
 
-expect_fail 2 "a bad --metrics-listen" "$SILT" serve -d "$TMP/other" --listen 127.0.0.1:0 \
-  --metrics-listen nowhere
-assert_contains "$ERR" "--metrics-listen" "the flag is named"
+expect_fail 2 "a bad --metrics" "$SILT" serve -d "$TMP/other" --listen 127.0.0.1:0 \
+  --metrics nowhere
+assert_contains "$ERR" "--metrics" "the flag is named"
 finish

@@ -27,7 +27,7 @@ if shutil.which("kcat") is None:
 TOPIC = "spread"
 PER_CLIENT = 60  # 10 per partition
 CLUSTER = Cluster(SILT, "interop-clients-1", prefix="silt-cluster-clients-",
-                  extra_args=["--metrics-listen", "127.0.0.1:0",
+                  extra_args=["--metrics", "127.0.0.1:0",
                               "--set", "group.initial.rebalance.delay.ms=0"])
 NODES = CLUSTER.nodes
 fail = CLUSTER.fail
