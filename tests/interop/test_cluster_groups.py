@@ -224,11 +224,12 @@ try:
             p = partitions(metadata(survivors[0], "__consumer_offsets"), "__consumer_offsets")
             return p is not None and p[gp]["leader"] not in (coordinator, -1) and p[gp]["leader"]
         new_coordinator = cluster.wait_for("__consumer_offsets-%d to move" % gp, moved, 30)
+        # Each node applies the change to its own view of the metadata a moment apart.
         for n in survivors:
-            error, node, _, _ = find_coordinator(n.address, GROUP)
-            if error != 0 or node != new_coordinator:
-                fail("node %d names %s as coordinator, not node %d" % (n.id, node,
-                                                                        new_coordinator))
+            cluster.wait_for("node %d to name node %d as %s's coordinator"
+                             % (n.id, new_coordinator, GROUP),
+                             lambda n=n: find_coordinator(n.address, GROUP)[:2] ==
+                             (0, new_coordinator), 10)
         second = {"b-%d" % i for i in range(300)}
         produce(survivors[0].address, "b", 300)
         got, _ = consume_group(",".join(n.address for n in survivors), second)
