@@ -605,7 +605,9 @@ struct RaftQuorum::Impl {
     if (rv != 0) {
       Status s = rv == RAFT_CORRUPT || rv == RAFT_MALFORMED
                      ? Status::Corruption(std::string("raft start: ") + raft_errmsg(&r))
-                     : Fail("start", rv, raft_errmsg(&r));
+                     // A listen failure is said in the transport's message, not raft's.
+                     : Fail("start", rv,
+                            *transport.errmsg != '\0' ? transport.errmsg : raft_errmsg(&r));
       Abandon(true);
       return s;
     }

@@ -213,11 +213,10 @@ void ReplicaManager::Impl::Reconcile() {
       if (!Contains(part.replicas, o.self)) continue;
       Key key{t.name, pid};
       seen.insert(key);
-      Result<std::shared_ptr<broker::Partition>> got = Status::OK();
-      {
+      Result<std::shared_ptr<broker::Partition>> got = [&] {
         OpeningGuard guard;
-        got = o.partitions->Get(t.name, PartitionId(pid));
-      }
+        return o.partitions->Get(t.name, PartitionId(pid));
+      }();
       if (!got.ok()) {
         LogDebug("replica " + t.name + "-" + std::to_string(pid) + ": " + got.status().ToString());
         continue;

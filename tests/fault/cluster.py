@@ -18,6 +18,7 @@ it started; the work directory is removed unless keep=True or $SILT_FAULT_KEEP=1
 import glob
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -40,6 +41,17 @@ class ClusterError(RuntimeError):
 
 
 def free_port():
+    """A free port on 127.0.0.1 below the kernel's ephemeral range (32768 and up on Linux), so
+    that no outgoing connection of a concurrently running test takes it between this check and
+    the node's bind (port 0 would hand out exactly those ephemeral ports)."""
+    for _ in range(200):
+        port = random.randrange(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

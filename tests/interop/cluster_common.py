@@ -11,6 +11,7 @@ data dir in one temp directory, each with its own log file.
 `fail()` prints the tail of every node's log, cleans up and exits 1."""
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -22,6 +23,17 @@ import time
 
 
 def free_port():
+    """A free port on 127.0.0.1 below the kernel's ephemeral range (32768 and up on Linux), so
+    that no outgoing connection of a concurrently running test takes it between this check and
+    the node's bind (port 0 would hand out exactly those ephemeral ports)."""
+    for _ in range(200):
+        port = random.randrange(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -37,10 +37,7 @@ LAG_MS = 2500
 SESSION_MS = 6000
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from cluster_common import free_port  # noqa: E402  (below the ephemeral port range)
 
 
 PEERS = {i: free_port() for i in (1, 2, 3)}
