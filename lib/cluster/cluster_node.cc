@@ -819,11 +819,15 @@ Result<std::shared_ptr<storage::PartitionLog>> ImageStore::OpenLog(const std::st
   }
   // With a broker behind it, only the replica manager opens a replica (and gives it its role
   // before any request can use it); anyone else is told to retry, and the manager is woken.
+  // That holds from the moment the broker serves, before the manager exists (it starts once
+  // this node is registered): a partition opened by a request then would act as a single
+  // node's leader, ISR {this node}, and acknowledge acks=all alone — a node restarted within
+  // its session, still leader in the image, did exactly that and lost acknowledged records.
   if (!OpeningForReplicaManager()) {
     // Under mu: Stop() takes the manager away under it before destroying it.
     std::lock_guard<std::mutex> lock(node_->mu);
-    if (node_->replicas) {
-      node_->replicas->Wake();
+    if (node_->replicas || node_->services.partitions != nullptr) {
+      if (node_->replicas) node_->replicas->Wake();
       return Status::NotLeader(topic + "-" + std::to_string(partition.value()) +
                                ": the replica is not open here yet");
     }
