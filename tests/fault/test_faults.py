@@ -273,6 +273,11 @@ def run_case(name, long_mode, results, seed):
                     "replica_divergent_partitions": len({d["partition"] for d in divergence}),
                     "nemesis": ctx.events})
     history.close()
+    # Whether replication is there: the largest ISR seen at any time of the run (the Metadata
+    # sampler's too), not only at the end, when a case's last fault may have left every ISR
+    # shrunk for a moment.
+    seen = [len(e.get("isr") or []) for e in history.events if e.get("type") == "leader"]
+    out["isr_max"] = max([out.get("isr_max", 0)] + seen)
     summary = check(history.events)
     out["summary"] = summary
     out["verdict"] = verdict(summary, name)
