@@ -54,6 +54,14 @@ uint32_t ComputeBatchCrc(std::string_view batch) {
   return crc32c::Value(batch.data() + kAttributesOffset, batch.size() - kAttributesOffset);
 }
 
+void ResealBatch(const BatchHeader& h, char* batch, size_t size) {
+  BatchHeader out = h;
+  out.batch_length = static_cast<int32_t>(DecodeBE32(batch + kBatchLengthOffset));
+  out.crc = 0;
+  EncodeBatchHeader(out, batch);
+  EncodeBE32(batch + kCrcOffset, ComputeBatchCrc(std::string_view(batch, size)));
+}
+
 const char* CompressionName(Compression c) {
   switch (c) {
     case Compression::kNone: return "none";

@@ -51,6 +51,13 @@ void EncodeBatchHeader(const BatchHeader& h, char* dst);
 // CRC-32C of a whole batch's covered bytes (attributes to the end).
 uint32_t ComputeBatchCrc(std::string_view batch);
 
+// Rewrites the header of the whole batch at `batch` (`size` bytes, at least kBatchHeaderSize)
+// with `h`, keeping the batch's own batchLength, and writes the CRC of the result: what a client
+// re-producing a stored batch under its own producer id, epoch and sequence needs. The records
+// are left as they are, so `h` must describe them (lastOffsetDelta, recordsCount, timestamps,
+// codec); h.crc and h.batch_length are ignored.
+void ResealBatch(const BatchHeader& h, char* batch, size_t size);
+
 // Name of a codec, as Kafka spells it ("none", "gzip", "snappy", "lz4", "zstd"), or "unknown".
 const char* CompressionName(Compression c);
 

@@ -33,13 +33,27 @@ constexpr std::array kApis = {
     ApiInfo{ApiKey::kOffsetForLeaderEpoch, "OffsetForLeaderEpoch", 0, 4, 4},
     ApiInfo{ApiKey::kDescribeConfigs,   "DescribeConfigs",     0,  3,  4},
     ApiInfo{ApiKey::kAlterConfigs,      "AlterConfigs",        0,  1,  2},
+    // v4 adds the volume's total and usable bytes.
+    ApiInfo{ApiKey::kDescribeLogDirs,   "DescribeLogDirs",     0,  4,  2},
     ApiInfo{ApiKey::kCreatePartitions,  "CreatePartitions",    0,  1,  2},
     ApiInfo{ApiKey::kDeleteGroups,      "DeleteGroups",        0,  1,  2},
+    // KIP-460: preferred (0) and unclean (1) elections, decided by the controller.
+    ApiInfo{ApiKey::kElectLeaders,      "ElectLeaders",        0,  2,  2},
     // v1 only adds the flexible encoding, which the codec's field walk handles.
     ApiInfo{ApiKey::kIncrementalAlterConfigs, "IncrementalAlterConfigs", 0, 1, 1},
+    // KIP-455: partition reassignment through the controller (lib/cluster/reassignment.h).
+    ApiInfo{ApiKey::kAlterPartitionReassignments, "AlterPartitionReassignments", 0, 0, 0},
+    ApiInfo{ApiKey::kListPartitionReassignments, "ListPartitionReassignments", 0, 0, 0},
+    // KIP-496; never flexible (Kafka's first flexible version would be past its last).
+    ApiInfo{ApiKey::kOffsetDelete,      "OffsetDelete",        0,  0, 32767},
     // KIP-595: the metadata quorum's state, answered by the controller. Flexible from v0; v2
     // (directory ids, controller listeners) is not served.
     ApiInfo{ApiKey::kDescribeQuorum,    "DescribeQuorum",      0,  1,  0},
+    // KIP-700 and KIP-664, flexible from v0.
+    ApiInfo{ApiKey::kDescribeCluster,   "DescribeCluster",     0,  1,  0},
+    ApiInfo{ApiKey::kDescribeProducers, "DescribeProducers",   0,  0,  0},
+    // silt's own (messages.h): `silt replicate`'s append at an expected offset. Not flexible.
+    ApiInfo{ApiKey::kSiltAppendBatches, "SiltAppendBatches",   0,  0,  32767},
 };
 
 }  // namespace

@@ -32,10 +32,19 @@ enum class ApiKey : int16_t {
   kOffsetForLeaderEpoch = 23,
   kDescribeConfigs = 32,
   kAlterConfigs = 33,
+  kDescribeLogDirs = 35,
   kCreatePartitions = 37,
   kDeleteGroups = 42,
+  kElectLeaders = 43,
   kIncrementalAlterConfigs = 44,
+  kAlterPartitionReassignments = 45,
+  kListPartitionReassignments = 46,
+  kOffsetDelete = 47,
   kDescribeQuorum = 55,
+  kDescribeCluster = 60,
+  kDescribeProducers = 61,
+  // silt's own, far from Kafka's keys (see messages.h): the offset-preserving append.
+  kSiltAppendBatches = 10000,
 };
 
 struct ApiInfo {

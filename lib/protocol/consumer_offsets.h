@@ -36,6 +36,13 @@
 namespace silt::protocol {
 
 inline constexpr const char* kConsumerOffsetsTopic = "__consumer_offsets";
+// silt's own internal topic: the checkpoints of `silt replicate` into a cluster (one record per
+// source, compacted; replicate/cluster_sink.h).
+inline constexpr const char* kReplicateCheckpointTopic = "__silt_replicate";
+// Topics Metadata marks internal (is_internal): Kafka's offsets topic and silt's own.
+inline bool IsInternalTopic(std::string_view topic) {
+  return topic == kConsumerOffsetsTopic || topic == kReplicateCheckpointTopic;
+}
 
 // Java's String.hashCode() of `s` (UTF-8 here, hashed as the UTF-16 code units Java sees).
 int32_t JavaStringHashCode(std::string_view s);

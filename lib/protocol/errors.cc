@@ -134,6 +134,7 @@ const char* ErrorName(ErrorCode code) {
     case ErrorCode::DUPLICATE_VOTER: return "DUPLICATE_VOTER";
     case ErrorCode::VOTER_NOT_FOUND: return "VOTER_NOT_FOUND";
     case ErrorCode::INVALID_REGULAR_EXPRESSION: return "INVALID_REGULAR_EXPRESSION";
+    case ErrorCode::SILT_OFFSET_MISMATCH: return "SILT_OFFSET_MISMATCH";
   }
   return "UNKNOWN_ERROR_CODE";
 }

@@ -141,6 +141,11 @@ enum class ErrorCode : int16_t {
   DUPLICATE_VOTER = 126,
   VOTER_NOT_FOUND = 127,
   INVALID_REGULAR_EXPRESSION = 128,
+
+  // silt's own, outside Kafka's numbering, answered only by SiltAppendBatches (messages.h):
+  // the expected offset was not the partition's log end; nothing was written, and the
+  // response's LogEndOffset says where the log ends.
+  SILT_OFFSET_MISMATCH = 10000,
 };
 
 // Kafka's name for `code` ("NOT_LEADER_OR_FOLLOWER"), or "UNKNOWN_ERROR_CODE" for a number

@@ -941,6 +941,32 @@ struct DescribeQuorumResponse {
   SILT_WIRE_MESSAGE(DescribeQuorumResponse, ApiKey::kDescribeQuorum);
 };
 
+// ---- SiltAppendBatches (10000, silt's own) ----------------------------------------------
+//
+// Not a Kafka API: silt's offset-preserving append, used by `silt replicate` to copy batches
+// into a mirror topic at their own offsets (see lib/protocol/README.md and silt-serve(1)).
+// One partition per request; answered like acks=all, once the high watermark passes the
+// appended batches. v0 only, not flexible.
+
+struct SiltAppendBatchesRequest {
+  std::string topic;             // Topic
+  int32_t partition = 0;         // Partition
+  int64_t expected_offset = 0;   // ExpectedOffset: the destination log end the sender believes
+  int32_t timeout_ms = 30000;    // TimeoutMs: how long to wait for the high watermark
+  RecordSet records;             // Records: whole v2 batches carrying their offsets; empty asks
+                                 // for the log end only
+  SILT_WIRE_MESSAGE(SiltAppendBatchesRequest, ApiKey::kSiltAppendBatches);
+};
+
+struct SiltAppendBatchesResponse {
+  int16_t error_code = 0;                     // ErrorCode
+  std::optional<std::string> error_message;   // ErrorMessage
+  int64_t log_end_offset = -1;                // LogEndOffset: after the call (also on error)
+  int64_t high_watermark = -1;                // HighWatermark
+  int64_t log_start_offset = -1;              // LogStartOffset
+  SILT_WIRE_MESSAGE(SiltAppendBatchesResponse, ApiKey::kSiltAppendBatches);
+};
+
 #undef SILT_WIRE_MESSAGE
 
 }  // namespace silt::protocol

@@ -11,6 +11,8 @@
 #include "protocol/api_table.h"
 #include "protocol/header.h"
 #include "protocol/messages.h"
+#include "protocol/messages_describe.h"
+#include "protocol/messages_reassign.h"
 
 using namespace silt;
 using namespace silt::protocol;
@@ -63,7 +65,17 @@ void DecodeBody(int16_t key, std::string_view body, int16_t version) {
       Try<CreatePartitionsRequest, CreatePartitionsResponse>(key, body, version) ||
       Try<DeleteGroupsRequest, DeleteGroupsResponse>(key, body, version) ||
       Try<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(key, body, version) ||
-      Try<DescribeQuorumRequest, DescribeQuorumResponse>(key, body, version);
+      Try<DescribeQuorumRequest, DescribeQuorumResponse>(key, body, version) ||
+      Try<SiltAppendBatchesRequest, SiltAppendBatchesResponse>(key, body, version) ||
+      Try<ElectLeadersRequest, ElectLeadersResponse>(key, body, version) ||
+      Try<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse>(key, body,
+                                                                                 version) ||
+      Try<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse>(key, body,
+                                                                               version) ||
+      Try<DescribeLogDirsRequest, DescribeLogDirsResponse>(key, body, version) ||
+      Try<OffsetDeleteRequest, OffsetDeleteResponse>(key, body, version) ||
+      Try<DescribeClusterRequest, DescribeClusterResponse>(key, body, version) ||
+      Try<DescribeProducersRequest, DescribeProducersResponse>(key, body, version);
   // A supported api without a decoder here means this target fell behind the api table.
   if (!found) __builtin_trap();
 }

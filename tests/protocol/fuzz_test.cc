@@ -12,6 +12,8 @@
 
 #include "protocol/api_table.h"
 #include "protocol/messages.h"
+#include "protocol/messages_reassign.h"
+#include "protocol/messages_describe.h"
 
 using namespace silt;
 using namespace silt::protocol;
@@ -75,6 +77,21 @@ std::vector<Target> Targets() {
       Make<OffsetForLeaderEpochResponse>("OffsetForLeaderEpochResponse"),
       Make<DescribeQuorumRequest>("DescribeQuorumRequest"),
       Make<DescribeQuorumResponse>("DescribeQuorumResponse"),
+      Make<SiltAppendBatchesRequest>("SiltAppendBatchesRequest"),
+      Make<SiltAppendBatchesResponse>("SiltAppendBatchesResponse"),
+      Make<ElectLeadersRequest>("ElectLeadersRequest"),
+      Make<ElectLeadersResponse>("ElectLeadersResponse"),
+      Make<AlterPartitionReassignmentsRequest>("AlterPartitionReassignmentsRequest"),
+      Make<AlterPartitionReassignmentsResponse>("AlterPartitionReassignmentsResponse"),
+      Make<ListPartitionReassignmentsRequest>("ListPartitionReassignmentsRequest"),
+      Make<ListPartitionReassignmentsResponse>("ListPartitionReassignmentsResponse"),
+      Make<DescribeLogDirsRequest>("DescribeLogDirsRequest"),
+      Make<DescribeLogDirsResponse>("DescribeLogDirsResponse"),
+      Make<OffsetDeleteRequest>("OffsetDeleteRequest"), Make<OffsetDeleteResponse>("OffsetDeleteResponse"),
+      Make<DescribeClusterRequest>("DescribeClusterRequest"),
+      Make<DescribeClusterResponse>("DescribeClusterResponse"),
+      Make<DescribeProducersRequest>("DescribeProducersRequest"),
+      Make<DescribeProducersResponse>("DescribeProducersResponse"),
   };
 }
 

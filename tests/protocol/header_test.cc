@@ -67,7 +67,7 @@ TEST_CASE("the API table drives supported versions, flexibility and header versi
     CHECK(IsVersionSupported(static_cast<int16_t>(a.key), a.max_version));
     CHECK_FALSE(IsVersionSupported(static_cast<int16_t>(a.key), a.max_version + 1));
   }
-  CHECK(keys.size() == 25);
+  CHECK(keys.size() == 33);  // Kafka's 32 and silt's own SiltAppendBatches
   CHECK(FindApi(int16_t{99}) == nullptr);
   CHECK(std::string(ApiName(1)) == "Fetch");
 
@@ -93,6 +93,13 @@ TEST_CASE("the API table drives supported versions, flexibility and header versi
   const int16_t kDQ = static_cast<int16_t>(ApiKey::kDescribeQuorum);
   CHECK(RequestHeaderVersion(kDQ, 0) == 2);
   CHECK(ResponseHeaderVersion(kDQ, 0) == 1);
+  // The reassignment APIs too; ElectLeaders from v2.
+  const int16_t kAPR = static_cast<int16_t>(ApiKey::kAlterPartitionReassignments);
+  CHECK(RequestHeaderVersion(kAPR, 0) == 2);
+  CHECK(ResponseHeaderVersion(kAPR, 0) == 1);
+  const int16_t kEL = static_cast<int16_t>(ApiKey::kElectLeaders);
+  CHECK(RequestHeaderVersion(kEL, 1) == 1);
+  CHECK(RequestHeaderVersion(kEL, 2) == 2);
 
   ApiVersionsResponse av = MakeApiVersionsResponse();
   REQUIRE(av.api_keys.size() == SupportedApis().size());

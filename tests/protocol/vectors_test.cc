@@ -15,6 +15,8 @@
 
 #include "protocol/api_table.h"
 #include "protocol/messages.h"
+#include "protocol/messages_reassign.h"
+#include "protocol/messages_describe.h"
 
 using namespace silt;
 using namespace silt::protocol;
@@ -59,6 +61,20 @@ const std::map<std::string, Check>& Codecs() {
       {"IncrementalAlterConfigsResponse", Golden<IncrementalAlterConfigsResponse>()},
       {"DescribeQuorumRequest", Golden<DescribeQuorumRequest>()},
       {"DescribeQuorumResponse", Golden<DescribeQuorumResponse>()},
+      {"ElectLeadersRequest", Golden<ElectLeadersRequest>()},
+      {"ElectLeadersResponse", Golden<ElectLeadersResponse>()},
+      {"AlterPartitionReassignmentsRequest", Golden<AlterPartitionReassignmentsRequest>()},
+      {"AlterPartitionReassignmentsResponse", Golden<AlterPartitionReassignmentsResponse>()},
+      {"ListPartitionReassignmentsRequest", Golden<ListPartitionReassignmentsRequest>()},
+      {"ListPartitionReassignmentsResponse", Golden<ListPartitionReassignmentsResponse>()},
+      {"DescribeLogDirsRequest", Golden<DescribeLogDirsRequest>()},
+      {"DescribeLogDirsResponse", Golden<DescribeLogDirsResponse>()},
+      {"OffsetDeleteRequest", Golden<OffsetDeleteRequest>()},
+      {"OffsetDeleteResponse", Golden<OffsetDeleteResponse>()},
+      {"DescribeClusterRequest", Golden<DescribeClusterRequest>()},
+      {"DescribeClusterResponse", Golden<DescribeClusterResponse>()},
+      {"DescribeProducersRequest", Golden<DescribeProducersRequest>()},
+      {"DescribeProducersResponse", Golden<DescribeProducersResponse>()},
       // kafka-python's names for the same APIs
       {"ApiVersionRequest", Golden<ApiVersionsRequest>()},
       {"ApiVersionResponse", Golden<ApiVersionsResponse>()},
@@ -142,7 +158,13 @@ TEST_CASE("bodies encoded from Kafka's message schemas decode and re-encode at e
   std::set<std::string> seen;
   int checked = CheckDir(DataDir() / "schema", &seen);
   int expected = 0;
-  for (const ApiInfo& api : SupportedApis()) expected += 2 * (api.max_version - api.min_version + 1);
+  int kafka_apis = 0;
+  for (const ApiInfo& api : SupportedApis()) {
+    // silt's own APIs have no Kafka schema (messages_silt_test.cc checks their bytes).
+    if (api.key == ApiKey::kSiltAppendBatches) continue;
+    expected += 2 * (api.max_version - api.min_version + 1);
+    ++kafka_apis;
+  }
   CHECK(checked == expected);
-  CHECK(seen.size() == 2 * SupportedApis().size());
+  CHECK(seen.size() == 2 * static_cast<size_t>(kafka_apis));
 }

@@ -25,7 +25,10 @@ APIS = {
     "DescribeGroups": (0, 4), "ListGroups": (0, 2), "DescribeConfigs": (0, 3),
     "CreatePartitions": (0, 1), "DeleteRecords": (0, 1), "OffsetForLeaderEpoch": (0, 4),
     "AlterConfigs": (0, 1), "DeleteGroups": (0, 1), "IncrementalAlterConfigs": (0, 1),
-    "DescribeQuorum": (0, 1),
+    "DescribeQuorum": (0, 1), "ElectLeaders": (0, 2), "AlterPartitionReassignments": (0, 0),
+    "ListPartitionReassignments": (0, 0),
+    "DescribeLogDirs": (0, 4), "OffsetDelete": (0, 0),
+    "DescribeCluster": (0, 1), "DescribeProducers": (0, 0),
 }
 
 
