@@ -1,0 +1,174 @@
+// The two ends of `silt replicate`: a Source that batches are read from and a Sink they are
+// written to. Each is a data dir or a cluster (`kafka://HOST:PORT[,HOST:PORT...]`); the
+// replicator (replicator.h) drives any Source into any Sink, so the four pairs share one loop.
+//
+// Batches travel as they are stored: whole RecordBatch v2 (magic 2) frames, byte for byte, so a
+// destination that preserves offsets ends up with the source's bytes (only baseOffset and
+// partitionLeaderEpoch, outside the CRC, may be restamped by it).
+//
+// Thread-safety: none. A replicator uses each endpoint from one thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/ids.h"
+#include "base/status.h"
+
+namespace silt::replicate {
+
+// A parsed SOURCE or DEST argument.
+struct EndpointSpec {
+  enum class Kind { kDataDir, kCluster };
+  Kind kind = Kind::kDataDir;
+  std::string dir;                     // kDataDir
+  std::vector<std::string> bootstrap;  // kCluster: "host:port", in the order given
+  std::string text;                    // as the user wrote it, for messages
+};
+// "kafka://h:p[,h:p...]" is a cluster (a missing port is 9092); anything else is a data dir
+// path. InvalidArgument for "kafka://" with no host, or another "scheme://".
+Result<EndpointSpec> ParseEndpoint(std::string_view text);
+
+struct TopicDesc {
+  std::string name;
+  int32_t partitions = 0;
+  std::map<std::string, std::string> configs;  // overrides only (not defaults)
+};
+
+// One partition's readable range at a source: [log_start, end). `end` is what may be copied:
+// a cluster's high watermark (committed records only), a data dir's log end (or the
+// checkpointed high watermark of a replica's data dir, as `consume -d` reads it).
+struct Bounds {
+  Offset log_start;
+  Offset end;
+};
+
+// Batches read from a source.
+struct Chunk {
+  std::string batches;  // whole v2 batches in offset order; the first may start before `from`
+  Offset next_offset;   // the offset after the last batch (== from when empty)
+  Bounds bounds;        // the partition's range when this was read
+};
+
+// A group's committed offsets.
+struct GroupOffsets {
+  std::string group;
+  struct Entry {
+    std::string topic;
+    int32_t partition = 0;
+    Offset offset;
+    std::string metadata;
+  };
+  std::vector<Entry> offsets;
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  // Every topic but internal ones (__consumer_offsets, silt's own), sorted by name.
+  virtual Result<std::vector<TopicDesc>> ListTopics() = 0;
+  virtual Result<Bounds> GetBounds(const std::string& topic, int32_t partition) = 0;
+  // Whole batches from the one holding `from` on, at most about `max_bytes` (at least one batch
+  // when any is there), never past Bounds::end. When `from` == end, waits up to `max_wait_ms`
+  // for more (0: return at once). OutOfRange when `from` is below the log start (retention
+  // deleted it: a gap) or above the end.
+  virtual Result<Chunk> Read(const std::string& topic, int32_t partition, Offset from,
+                             int64_t max_bytes, int max_wait_ms) = 0;
+  // Kafka's ListOffsets by time: the first offset whose batch's max timestamp is >= `ts_ms`;
+  // Bounds::end when none is.
+  virtual Result<Offset> OffsetForTime(const std::string& topic, int32_t partition,
+                                       int64_t ts_ms) = 0;
+  // Committed offsets of every group (for --groups).
+  virtual Result<std::vector<GroupOffsets>> ListGroupOffsets() = 0;
+};
+
+// How a Sink places batches.
+enum class Placement {
+  kPreservesOffsets,  // batches land at their own offsets (a data dir, a silt cluster)
+  kReproduces,        // batches are produced anew and get the destination's offsets (Kafka)
+};
+
+// Where a partition's copy stands at the destination, as the sink last made it durable.
+struct CheckpointEntry {
+  std::string topic;
+  int32_t partition = 0;
+  Offset source_next;  // the next source offset to copy
+};
+
+struct AppendOutcome {
+  bool appended = false;  // false: `expected` was not the destination's log end
+  Offset log_end;         // the destination's log end after the call (either way)
+};
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual Placement placement() const = 0;
+  virtual Result<std::vector<TopicDesc>> ListTopics() = 0;
+  // Creates `topic` with the same partition count (a mirror topic at a silt cluster: read-only
+  // for ordinary producers until Promote), or adds partitions to reach it. With
+  // `copy_configs`, sets the source's overrides except those that describe the destination
+  // cluster itself (min.insync.replicas, unclean.leader.election.enable, ...).
+  virtual Status EnsureTopic(const TopicDesc& topic, bool copy_configs) = 0;
+  // The destination's log end for a partition (0 for a new one).
+  virtual Result<Offset> LogEnd(const std::string& topic, int32_t partition) = 0;
+  // Whole batches stored at the destination from the one holding `from` on, to compare the
+  // destination's tail with the source before continuing (divergence check).
+  virtual Result<std::string> ReadBack(const std::string& topic, int32_t partition, Offset from,
+                                       int64_t max_bytes) = 0;
+  // Appends `batches` (whole v2 batches from the source). kPreservesOffsets: only when
+  // `expected` is the destination's log end, at the batches' own offsets; otherwise nothing is
+  // written and appended=false with the actual log end. kReproduces: produces them (an
+  // idempotent producer) and records the offset map; `expected` is the source offset the
+  // batches start at.
+  virtual Result<AppendOutcome> Append(const std::string& topic, int32_t partition,
+                                       Offset expected, std::string_view batches) = 0;
+  // Makes every Append so far durable (fsync for a data dir, acks=all for a cluster).
+  virtual Status Flush() = 0;
+  // Drops every record at or after `offset` of a partition (a batch holding it goes whole), for
+  // `--truncate-destination` after a divergence; durable when it returns. Unsupported where the
+  // destination cannot (the default).
+  virtual Status TruncateTo(const std::string& topic, int32_t partition, Offset offset) {
+    return Status::Unsupported("this destination cannot be truncated");
+  }
+
+  // The checkpoint of `source_id` (a stable name of the source), stored at the destination (a
+  // file for a data dir, a record for a cluster); empty when there is none yet.
+  virtual Result<std::vector<CheckpointEntry>> LoadCheckpoint(const std::string& source_id) = 0;
+  // Replaces it atomically; called only after Flush().
+  virtual Status StoreCheckpoint(const std::string& source_id,
+                                 const std::vector<CheckpointEntry>& entries) = 0;
+
+  // The destination offset that source offset `source` of a partition maps to (identity for
+  // kPreservesOffsets; the exact offset map for kReproduces). NotFound when not copied yet.
+  virtual Result<Offset> TranslateOffset(const std::string& topic, int32_t partition,
+                                         Offset source) = 0;
+  // True when `group` has live members at the destination (its offsets are then left alone).
+  virtual Result<bool> GroupActive(const std::string& group) = 0;
+  // Commits a group's offsets at the destination. `offsets` are source offsets: the sink
+  // translates each as TranslateOffset does (entries not copied yet are left out).
+  virtual Status CommitGroupOffsets(const GroupOffsets& offsets) = 0;
+
+  // Makes a mirror topic writable by ordinary producers. A no-op for a data dir.
+  virtual Status Promote(const std::string& topic) = 0;
+};
+
+// Opens the ends named by specs. A data dir source opens read-only (it may belong to a running
+// broker); a data dir sink takes the directory's lock like `produce -d`. `client_id` names
+// the connections of a cluster end.
+struct OpenOptions {
+  std::string client_id = "silt-replicate";
+  int request_timeout_ms = 30000;
+  // For a cluster sink: treat it as a broker without silt's offset-preserving append even if it
+  // has one (tests the Kafka path against silt).
+  bool force_reproduce = false;
+};
+Result<std::unique_ptr<Source>> OpenSource(const EndpointSpec& spec, const OpenOptions& options);
+Result<std::unique_ptr<Sink>> OpenSink(const EndpointSpec& spec, const OpenOptions& options);
+
+}  // namespace silt::replicate
