@@ -135,8 +135,16 @@ int Describe(client::Admin* admin, const TopicArgs& a) {
   auto d = admin->DescribeTopic(a.name);
   if (!d.ok()) return Fail(d.status());
   const bool human = client::IsTerminal(1);
-  client::Table t({"PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START", "LOG-END", "SIZE",
-                   "SEGMENTS"});
+  // Over the network the replication state follows the ISR: offline (no leader),
+  // under-replicated (ISR smaller than the replicas) or ok; a data directory knows no replicas.
+  const bool replicated = !d->partitions.empty() && !d->partitions.front().replicas.empty();
+  std::vector<std::string> head = {"PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START",
+                                   "LOG-END",   "SIZE",   "SEGMENTS"};
+  if (replicated) {
+    head.push_back("OFFLINE");
+    head.push_back("STATUS");
+  }
+  client::Table t(head);
   Json parts = Json::array();
   auto cell = [](const std::optional<int64_t>& v) { return v ? Num(*v) : std::string("-"); };
   for (const client::PartitionDescription& p : d->partitions) {
@@ -148,11 +156,29 @@ int Describe(client::Admin* admin, const TopicArgs& a) {
                      {"log_end_offset", p.log_end_offset},
                      {"size", OrNull(p.size_bytes)},
                      {"segments", OrNull(p.segments)}});
+    const bool offline = replicated && !p.leader;
+    const bool under = replicated && p.isr.size() < p.replicas.size();
+    if (replicated) {
+      parts.back()["offline_replicas"] = p.offline_replicas;
+      parts.back()["under_replicated"] = under;
+      parts.back()["offline"] = offline;
+    } else {
+      parts.back()["offline_replicas"] = nullptr;
+      parts.back()["under_replicated"] = nullptr;
+      parts.back()["offline"] = nullptr;
+    }
     std::string size = p.size_bytes ? (human ? client::HumanBytes(*p.size_bytes)
                                              : Num(*p.size_bytes))
                                     : "-";
-    t.AddRow({Num(p.partition), p.leader ? Num(*p.leader) : "-", Ints(p.replicas), Ints(p.isr),
-              Num(p.log_start_offset), Num(p.log_end_offset), size, cell(p.segments)});
+    std::vector<std::string> row = {Num(p.partition),        p.leader ? Num(*p.leader) : "-",
+                                    Ints(p.replicas),        Ints(p.isr),
+                                    Num(p.log_start_offset), Num(p.log_end_offset),
+                                    size,                    cell(p.segments)};
+    if (replicated) {
+      row.push_back(Ints(p.offline_replicas));
+      row.push_back(offline ? "offline" : under ? "under-replicated" : "ok");
+    }
+    t.AddRow(row);
   }
   std::string out;
   if (a.format == "json") {
@@ -227,6 +253,8 @@ int AlterConfig(client::Admin* admin, const TopicArgs& a) {
 
 }  // namespace
 
+RunFn RegisterTopicReassign(CLI::App* cmd, GlobalOptions* g);  // topic_reassign.cc
+
 RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
   auto a = std::make_shared<TopicArgs>();
   sub->require_subcommand(1);
@@ -273,6 +301,10 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
   AddDataDirOption(alter, g);
   AddBootstrapOption(alter, g);
 
+  CLI::App* reassign = sub->add_subcommand(
+      "reassign", "move partitions' replicas to other brokers (a kafka-reassign-partitions plan)");
+  RunFn run_reassign = RegisterTopicReassign(reassign, g);
+
   return [=]() {
     using Fn = int (*)(client::Admin*, const TopicArgs&);
     // Config keys are checked before anything is opened, so a typo changes nothing.
@@ -294,6 +326,7 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
     auto run = [&](Fn fn, bool writable) {
       return WithAdmin(*g, writable, [&](client::Admin* admin) { return fn(admin, *a); });
     };
+    if (reassign->parsed()) return run_reassign();
     if (create->parsed()) return run(Create, true);
     if (list->parsed()) return run(List, false);
     if (describe->parsed()) return run(Describe, false);
@@ -304,7 +337,8 @@ RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g) {
                     "--partitions N");
       return run(AlterConfig, true);
     }
-    return Fail("topic: expected a subcommand: create, list, describe, delete or alter-config");
+    return Fail("topic: expected a subcommand: create, list, describe, delete, alter-config or "
+                "reassign");
   };
 }
 

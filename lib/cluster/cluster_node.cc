@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <future>
 #include <mutex>
 #include <algorithm>
@@ -18,13 +19,17 @@
 #include "base/clock.h"
 #include "base/random.h"
 #include "base/topic_name.h"
+#include "broker/dynamic_config.h"
 #include "broker/local_metadata_store.h"
 #include "broker/logging.h"
 #include "cluster/controller.h"
 #include "cluster/controller_channel.h"
 #include "cluster/metadata_image.h"
 #include "cluster/node_directory.h"
+#include "cluster/metadata_observer.h"
+#include "cluster/peer_listener.h"
 #include "cluster/placement.h"
+#include "cluster/reassignment.h"
 #include "cluster/raft_quorum.h"
 #include "cluster/replica_manager.h"
 #include "protocol/consumer_offsets.h"
@@ -44,13 +49,29 @@ broker::TopicMetadata Describe(const MetadataImage& img, const TopicImage& t) {
   out.topic_id = t.id.ToString();
   out.partition_count = static_cast<int32_t>(t.partitions.size());
   out.configs = img.configs(ConfigResource::kTopic, t.name);
-  out.internal = IsOffsetsTopic(t.name);
+  out.internal = protocol::IsInternalTopic(t.name);
   for (const auto& [p, part] : t.partitions) {
     out.partitions.push_back(broker::PartitionAssignment{PartitionId(p), part.leader,
                                                          part.leader_epoch, part.replicas,
                                                          part.isr, OfflineReplicas(img, part)});
   }
   return out;
+}
+
+// A ConfigRecord for each key whose value differs between `current` and `next`, a null value
+// for each key `next` drops: only what changed, so that concurrent changes of other keys stay.
+std::vector<MetadataRecord> ConfigChanges(ConfigResource resource, const std::string& name,
+                                          const std::map<std::string, std::string>& current,
+                                          const std::map<std::string, std::string>& next) {
+  std::vector<MetadataRecord> records;
+  for (const auto& [k, v] : next) {
+    auto it = current.find(k);
+    if (it == current.end() || it->second != v) records.push_back(ConfigRecord{resource, name, k, v});
+  }
+  for (const auto& [k, v] : current) {
+    if (!next.count(k)) records.push_back(ConfigRecord{resource, name, k, std::nullopt});
+  }
+  return records;
 }
 
 Status CheckConfigs(const storage::LogConfig& defaults,
@@ -73,6 +94,10 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
 
   std::vector<broker::TopicMetadata> ListTopics() override;
   Result<broker::TopicMetadata> GetTopic(const std::string& name) override;
+  // The broker's topic defaults with its dynamic configs applied (dynamic_config.h): for the
+  // topic configs this store reports and checks, and for the local logs.
+  Status SetLogDefaults(const storage::LogConfig& defaults) override;
+  storage::LogConfig LogDefaults();
   Result<broker::TopicMetadata> CreateTopic(
       const std::string& name, int32_t partitions,
       const std::map<std::string, std::string>& configs) override;
@@ -85,8 +110,21 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
   Status AlterTopicConfig(const std::string& name, const ConfigEdit& edit,
                           bool validate_only) override;
   std::vector<broker::BrokerEndpoint> Brokers() override;
+  // Once this node's registration is applied here, the image holds every change committed
+  // before it (the same point from which Reconcile trusts the image).
+  bool CaughtUp() const override;
   std::optional<NodeId> Controller() override;
   std::optional<broker::QuorumState> Quorum() override;
+  // Reassignments and elections (reassignment.h), decided on this node's image and proposed
+  // with the partition epoch they were decided on: retried on a newer image when refused.
+  std::vector<Status> AlterPartitionReassignments(
+      const std::vector<ReassignmentTarget>& targets) override;
+  std::vector<OngoingReassignment> ListPartitionReassignments() override;
+  std::vector<Status> ElectLeaders(bool unclean, const std::vector<ElectionTarget>& targets,
+                                   std::vector<ElectionTarget>* elected) override;
+  int64_t ReplicaFetchAllowance(const std::string& topic, PartitionId partition,
+                                NodeId follower) override;
+  void ChargeReplicaFetch(const std::string& topic, int64_t bytes) override;
   Result<std::shared_ptr<storage::PartitionLog>> OpenLog(const std::string& topic,
                                                          PartitionId partition) override;
 
@@ -102,7 +140,33 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
 
  private:
   ClusterNode::Impl* node_;
+  std::mutex defaults_mu_;
+  std::optional<storage::LogConfig> log_defaults_;  // nullopt: the static config's
   std::mutex local_mu_;  // creating a led topic's local directory
+  // The reassignment throttle: a token bucket per topic (bytes; refilled at the topic's rate,
+  // holding at most one second of it; a read may take it below zero).
+  struct ThrottleBucket {
+    double tokens = 0;
+    int64_t rate = 0;
+    int64_t last_ms = 0;
+  };
+  std::mutex throttle_mu_;
+  std::map<std::string, ThrottleBucket> throttle_;
+};
+
+// The dynamic broker configs as ConfigRecords of resource type BROKER in the metadata log:
+// name "" for the cluster default, this node's id for its own (Kafka KRaft's records).
+class ImageBrokerConfigs final : public broker::BrokerConfigStore {
+ public:
+  explicit ImageBrokerConfigs(ClusterNode::Impl* node) : node_(node) {}
+  Result<Configs> Load(bool cluster_default) override;
+  // Proposes a ConfigRecord for each key that differs (a null value for a removed one), so that
+  // a concurrent change of other keys elsewhere is kept; returns once this node applied it.
+  Status Store(bool cluster_default, const Configs& current, const Configs& next) override;
+
+ private:
+  std::string Name(bool cluster_default) const;
+  ClusterNode::Impl* node_;
 };
 
 // Producer ids in blocks from the metadata log.
@@ -119,13 +183,40 @@ class BlockProducerIds final : public broker::ProducerIdAllocator {
   int64_t limit_ = 0;
 };
 
+// The quorum's state machine: the image's, and a call after each change of it (on the loop
+// thread), so that the node reacts to a new image at once rather than at its next poll.
+class NotifyingStateMachine final : public StateMachine {
+ public:
+  NotifyingStateMachine(MetadataStateMachine* sm, std::function<void()> changed)
+      : sm_(sm), changed_(std::move(changed)) {}
+  std::string Apply(std::string_view command) override {
+    std::string r = sm_->Apply(command);
+    changed_();
+    return r;
+  }
+  std::string Snapshot() override { return sm_->Snapshot(); }
+  Status Restore(std::string_view snapshot) override {
+    Status s = sm_->Restore(snapshot);
+    changed_();
+    return s;
+  }
+
+ private:
+  MetadataStateMachine* sm_;
+  std::function<void()> changed_;
+};
+
 struct ClusterNode::Impl {
   ClusterNodeOptions options;
   MetadataStateMachine sm;
-  std::unique_ptr<RaftQuorum> quorum;
+  NotifyingStateMachine notifying{&sm, [this] { OnImageChanged(); }};
+  std::unique_ptr<MetadataQuorum> quorum;  // RaftQuorum, or a broker-only node's observer
+  std::unique_ptr<PeerListener> broker_listener;  // a broker-only node's peer address
+  bool broker_only() const { return !FindVoter(options.voters, options.node_id).has_value(); }
   broker::LocalMetadataStore* local = nullptr;
   const broker::NodeIdentity* node = nullptr;
   ImageStore store{this};
+  ImageBrokerConfigs broker_configs{this};
   BlockProducerIds producer_ids{this};
   const Uuid incarnation = RandomUuid();
   const RequestId register_id = RandomUuid();
@@ -138,13 +229,14 @@ struct ClusterNode::Impl {
   int peer_threads = 0;
   std::set<int> peer_fds;
   std::thread member;
+  // Heartbeats have a thread of their own, so that nothing slow on the member thread (a
+  // proposal, the topic upkeep) delays them past the session timeout.
+  std::thread heartbeat;
+  bool image_changed = false;  // under mu: the member loop has a new image to reconcile
   std::atomic<bool> fatal_sent{false};
   std::atomic<bool> is_registered{false};  // the registration was applied (set by MemberLoop)
   // The controller's decisions (controller.h): heartbeats heard, shutdown requests.
   std::unique_ptr<Controller> controller;
-  // The member thread's own: when the next heartbeat is due, and the partitions this node led
-  // in the image last reconciled.
-  Clock::time_point next_heartbeat;
   // The broker's partitions and peer-connection hook, from Serving() on (under mu).
   broker::BrokerServices services;
   std::set<std::pair<std::string, int32_t>> assigned;
@@ -170,7 +262,11 @@ struct ClusterNode::Impl {
   }
   void Fatal(const Status& s);
   void MemberLoop();
-  void SendHeartbeat();
+  void HeartbeatLoop();
+  // One heartbeat to the controller: the controller's applied index when a ready controller
+  // answered it, nullopt otherwise.
+  std::optional<RaftIndex> SendHeartbeat();
+  void OnImageChanged();
   void CheckLiveness();
   void Reconcile();
   void ControlledShutdown();
@@ -311,6 +407,12 @@ void ClusterNode::Impl::StartReplicas() {
   ro.fetch.fetch_max_bytes = options.config.replica_fetch_max_bytes;
   ro.fetch.fetch_wait_max_ms = options.config.replica_fetch_wait_max_ms;
   ro.fetch.fetch_backoff_ms = options.config.replica_fetch_backoff_ms;
+  ro.fetch.resolve_peer = [this](NodeId n) -> std::optional<Voter> {
+    auto img = image();
+    auto b = img->brokers().find(n.value());
+    if (b == img->brokers().end() || b->second.peer_port <= 0) return std::nullopt;
+    return Voter{n, b->second.peer_host, static_cast<uint16_t>(b->second.peer_port)};
+  };
   ro.replica_lag_time_max_ms = options.config.replica_lag_time_max_ms;
   ro.broker_session_timeout_ms = options.config.broker_session_timeout_ms;
   ro.partitions = partitions;
@@ -338,6 +440,9 @@ void ClusterNode::Impl::ServePeer(NodeId sender, int fd) {
     if (req->kind == ForwardKind::kHeartbeat) {
       if (quorum->IsReadyLeader()) {
         r.outcome = ProposeOutcome::kApplied;
+        // What this controller's image holds now: the node counts the answer once its own
+        // image has caught up with it.
+        r.index = quorum->applied_index();
         controller->Heard(sender, Clock::now());
       } else {
         r.outcome = ProposeOutcome::kNotLeader;
@@ -355,6 +460,21 @@ void ClusterNode::Impl::ServePeer(NodeId sender, int fd) {
       } else if (req->command.size() != 16) {
         r.outcome = ProposeOutcome::kRejected;
         r.message = "a shutdown request carries the 16-byte incarnation id";
+      } else {
+        r.outcome = ProposeOutcome::kNotLeader;
+        r.leader_hint = quorum->leader();
+      }
+    } else if (req->kind == ForwardKind::kFetchMetadata) {
+      auto have = DecodeMetadataFetch(req->command);
+      if (!have.ok()) {
+        r.outcome = ProposeOutcome::kRejected;
+        r.message = have.status().message();
+      } else if (quorum->IsReadyLeader()) {
+        // The index first: the image read after it is at least that new.
+        r.outcome = ProposeOutcome::kApplied;
+        r.index = quorum->applied_index();
+        r.result = EncodeMetadataSnapshotResult(
+            quorum->term(), r.index > *have ? sm.Snapshot() : std::string());
       } else {
         r.outcome = ProposeOutcome::kNotLeader;
         r.leader_hint = quorum->leader();
@@ -379,8 +499,10 @@ void ClusterNode::Impl::MemberLoop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu);
-      cv.wait_for(lock, std::chrono::milliseconds(100), [this] { return stopping; });
+      cv.wait_for(lock, std::chrono::milliseconds(100),
+                  [this] { return stopping || image_changed; });
       if (stopping) return;
+      image_changed = false;
       if (!serving) continue;
     }
     auto img = image();
@@ -394,7 +516,11 @@ void ClusterNode::Impl::MemberLoop() {
       std::vector<MetadataRecord> records{
           ClusterIdRecord{options.cluster_id},
           RegisterBrokerRecord{options.node_id, incarnation, node->advertised_host,
-                               node->advertised_port},
+                               node->advertised_port,
+                               broker_only() && options.broker_peer ? options.broker_peer->host
+                                                                    : std::string(),
+                               broker_only() && options.broker_peer ? options.broker_peer->port
+                                                                    : 0},
           UnfenceBrokerRecord{options.node_id}};
       auto r = Propose(register_id, records, 2000);
       if (r.ok()) {
@@ -410,9 +536,7 @@ void ClusterNode::Impl::MemberLoop() {
       }
     }
     if (registered) {
-      SendHeartbeat();
       CheckLiveness();
-      if (quorum->IsReadyLeader()) last_controller_contact_ms = MonotonicMs();
       MaybeCreateOffsetsTopic();
     }
     // Only once registered: the registration's entry was applied here, so the image holds
@@ -421,6 +545,15 @@ void ClusterNode::Impl::MemberLoop() {
     if (registered && img != seen) {
       seen = img;
       Reconcile();
+      // The BROKER configs of the image (the default and this node's) to the broker; only
+      // once registered, like the topics, so that a restarted node takes them from the whole
+      // replayed log, never from a prefix of it.
+      std::function<void()> reload;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        reload = services.reload_broker_configs;
+      }
+      if (reload) reload();
       if (!replicas) StartReplicas();
       if (replicas) replicas->Wake();
       // The broker follows leaderships (its group coordinator's partitions) from here.
@@ -429,19 +562,75 @@ void ClusterNode::Impl::MemberLoop() {
   }
 }
 
-void ClusterNode::Impl::SendHeartbeat() {
-  auto now = Clock::now();
-  if (now < next_heartbeat) return;
-  next_heartbeat = now + std::chrono::milliseconds(options.config.broker_heartbeat_interval_ms);
+void ClusterNode::Impl::OnImageChanged() {
+  std::lock_guard<std::mutex> lock(mu);
+  image_changed = true;
+  if (replicas) replicas->Wake();
+  cv.notify_all();
+}
+
+// Every broker.heartbeat.interval.ms, once registered: a heartbeat to the controller, or, on
+// the ready controller itself, its own contact. The time counted is the one the heartbeat was
+// sent at (the controller heard it later than that), and only once this node's image has
+// reached the controller's applied index of the answer: whatever the controller had decided
+// by then (this node fenced, its partitions led elsewhere) is in the image before the node
+// counts as in touch, or a node back from a pause would lead again from its stale image. The
+// wait for that is not a heartbeat's: later heartbeats go out meanwhile.
+void ClusterNode::Impl::HeartbeatLoop() {
+  const auto interval =
+      std::chrono::milliseconds(std::max(10, options.config.broker_heartbeat_interval_ms));
+  std::deque<std::pair<int64_t, RaftIndex>> pending;  // (sent at, controller's applied index)
+  auto due = Clock::now();
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      auto until = pending.empty() ? due : std::min(due, Clock::now() + std::chrono::milliseconds(5));
+      cv.wait_until(lock, until, [this] { return stopping; });
+      if (stopping) return;
+    }
+    const RaftIndex applied = quorum->applied_index();
+    while (!pending.empty() && pending.front().second <= applied) {
+      last_controller_contact_ms = pending.front().first;
+      pending.pop_front();
+    }
+    const auto now = Clock::now();
+    if (now < due) continue;
+    // Woken a whole interval later than meant (the process was stopped, or starved): what this
+    // thread knew before is stale. A controller does not count itself in touch in this round;
+    // the quorum's own timers and messages run first (a Raft leader deposed meanwhile learns it
+    // from the first message of the new term), so it does not lead on from a stale role.
+    const bool stalled = now - due > interval;
+    due = now + interval;
+    if (stalled) pending.clear();
+    if (!is_registered.load()) continue;
+    const int64_t sent_ms = MonotonicMs();
+    if (quorum->IsReadyLeader()) {
+      if (!stalled) last_controller_contact_ms = sent_ms;
+    } else if (std::optional<RaftIndex> index = SendHeartbeat()) {
+      if (pending.size() >= 64) pending.pop_front();
+      pending.emplace_back(sent_ms, *index);
+    }
+  }
+}
+
+std::optional<RaftIndex> ClusterNode::Impl::SendHeartbeat() {
   std::optional<NodeId> leader = quorum->leader();
-  if (!leader || *leader == options.node_id) return;
+  if (!leader || *leader == options.node_id) return std::nullopt;
   std::optional<Voter> to = FindVoter(options.voters, *leader);
-  if (!to) return;
+  if (!to) return std::nullopt;
+  // Bounded by half a session rather than by the interval: a slow link still gets its
+  // heartbeats through (the next ones wait meanwhile).
+  const int timeout_ms = std::max({100, options.config.broker_heartbeat_interval_ms * 2,
+                                   options.config.broker_session_timeout_ms / 2});
   auto r = ForwardPropose(*to, options.node_id, ForwardRequest{Uuid(), "", ForwardKind::kHeartbeat},
-                          std::max(100, options.config.broker_heartbeat_interval_ms * 2));
-  if (r.ok() && r->outcome == ProposeOutcome::kApplied) last_controller_contact_ms = MonotonicMs();
-  if (!r.ok()) broker::LogDebug("heartbeat to node " + std::to_string(leader->value()) + ": " +
-                                r.status().ToString());
+                          timeout_ms);
+  if (!r.ok()) {
+    broker::LogDebug("heartbeat to node " + std::to_string(leader->value()) + ": " +
+                     r.status().ToString());
+    return std::nullopt;
+  }
+  if (r->outcome != ProposeOutcome::kApplied) return std::nullopt;
+  return r->index;
 }
 
 // On the ready controller: propose what the controller decides now (controller.h).
@@ -613,6 +802,8 @@ void ClusterNode::Impl::Reconcile() {
 
 // ---- the image as metadata store --------------------------------------------------------
 
+bool ImageStore::CaughtUp() const { return node_->is_registered.load(); }
+
 bool ImageStore::auto_create_topics() const { return node_->options.config.auto_create_topics; }
 
 std::vector<broker::TopicMetadata> ImageStore::ListTopics() {
@@ -652,7 +843,7 @@ Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
   }
   if (partitions == -1) partitions = node_->options.config.num_partitions;
   if (partitions <= 0) return Status::InvalidArgument("number of partitions must be at least 1");
-  SILT_TRY(CheckConfigs(node_->options.config.log_defaults, configs));
+  SILT_TRY(CheckConfigs(LogDefaults(), configs));
   auto img = node_->image();
   if (img->FindTopic(name) != nullptr) {
     return Status::AlreadyExists("topic '" + name + "' already exists");
@@ -721,11 +912,42 @@ Status ImageStore::AddPartitions(const std::string& name, int32_t new_total) {
   return Status::OK();
 }
 
+Status ImageStore::SetLogDefaults(const storage::LogConfig& defaults) {
+  {
+    std::lock_guard<std::mutex> lock(defaults_mu_);
+    log_defaults_ = defaults;
+  }
+  // The logs this node keeps (every replica's) follow them at once.
+  return node_->local->SetLogDefaults(defaults);
+}
+
+storage::LogConfig ImageStore::LogDefaults() {
+  std::lock_guard<std::mutex> lock(defaults_mu_);
+  return log_defaults_ ? *log_defaults_ : node_->options.config.log_defaults;
+}
+
+std::string ImageBrokerConfigs::Name(bool cluster_default) const {
+  return cluster_default ? std::string() : std::to_string(node_->options.node_id.value());
+}
+
+Result<broker::BrokerConfigStore::Configs> ImageBrokerConfigs::Load(bool cluster_default) {
+  auto img = node_->image();
+  return img->configs(ConfigResource::kBroker, Name(cluster_default));
+}
+
+Status ImageBrokerConfigs::Store(bool cluster_default, const Configs& current,
+                                 const Configs& next) {
+  std::vector<MetadataRecord> records =
+      ConfigChanges(ConfigResource::kBroker, Name(cluster_default), current, next);
+  if (records.empty()) return Status::OK();
+  return node_->Propose(records).status();
+}
+
 Result<storage::LogConfig> ImageStore::TopicConfig(const std::string& name) {
   auto img = node_->image();
   if (img->FindTopic(name) == nullptr)
     return Status::NotFound("topic '" + name + "' does not exist");
-  storage::LogConfig c = node_->options.config.log_defaults;
+  storage::LogConfig c = LogDefaults();
   SILT_TRY(c.Apply(img->configs(ConfigResource::kTopic, name)));
   return c;
 }
@@ -738,20 +960,9 @@ Status ImageStore::AlterTopicConfig(const std::string& name, const ConfigEdit& e
   const std::map<std::string, std::string> current = img->configs(ConfigResource::kTopic, name);
   std::map<std::string, std::string> next = current;
   SILT_TRY(edit(&next));
-  SILT_TRY(CheckConfigs(node_->options.config.log_defaults, next));
+  SILT_TRY(CheckConfigs(LogDefaults(), next));
   if (validate_only || next == current) return Status::OK();
-  std::vector<MetadataRecord> records;
-  for (const auto& [k, v] : next) {
-    auto it = current.find(k);
-    if (it == current.end() || it->second != v) {
-      records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, v});
-    }
-  }
-  for (const auto& [k, v] : current) {
-    if (!next.count(k))
-      records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, std::nullopt});
-  }
-  SILT_TRY(node_->Propose(records).status());
+  SILT_TRY(node_->Propose(ConfigChanges(ConfigResource::kTopic, name, current, next)).status());
   // This node's open logs take it now; the others' when they see the image.
   if (node_->local->GetTopic(name).ok()) {
     return node_->local->AlterTopicConfig(
@@ -800,6 +1011,124 @@ std::optional<broker::QuorumState> ImageStore::Quorum() {
   for (const auto& [id, b] : img->brokers())
     if (b.fenced) q.fenced_brokers.push_back(b.id);
   return q;
+}
+
+namespace {
+
+// Decides one partition change on the current image and proposes it; a change refused because
+// the partition moved on meanwhile (INVALID_UPDATE_VERSION) is decided again, twice at most.
+template <class Decide>
+Status ProposePartitionChange(ClusterNode::Impl* node, const std::string& topic, Decide decide) {
+  Status last;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto img = node->image();
+    const TopicImage* t = img->FindTopic(topic);
+    if (t == nullptr) return Status::NotFound("UNKNOWN_TOPIC_OR_PARTITION: " + topic);
+    Result<PartitionChangeRecord> change = decide(*img, *t);
+    if (!change.ok()) return change.status();
+    last = node->Propose({*change}).status();
+    if (last.ok() || last.message().find("INVALID_UPDATE_VERSION") == std::string::npos) {
+      return last;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return last;
+}
+
+}  // namespace
+
+std::vector<Status> ImageStore::AlterPartitionReassignments(
+    const std::vector<ReassignmentTarget>& targets) {
+  std::vector<Status> out;
+  for (const ReassignmentTarget& target : targets) {
+    const int32_t p = target.partition.value();
+    Status s = ProposePartitionChange(
+        node_, target.topic,
+        [&](const MetadataImage& img, const TopicImage& t) -> Result<PartitionChangeRecord> {
+          if (!target.replicas) return CancelReassignment(t, p);
+          return StartReassignment(img, t, p, *target.replicas);
+        });
+    if (s.ok()) {
+      LogInfo("partition " + target.topic + "-" + std::to_string(p) +
+              (target.replicas ? ": reassignment started" : ": reassignment cancelled"));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<broker::MetadataStore::OngoingReassignment> ImageStore::ListPartitionReassignments() {
+  std::vector<OngoingReassignment> out;
+  for (auto& r : OngoingReassignments(*node_->image())) {
+    out.push_back({r.topic, PartitionId(r.partition), r.replicas, r.adding_replicas,
+                   r.removing_replicas});
+  }
+  return out;
+}
+
+std::vector<Status> ImageStore::ElectLeaders(bool unclean,
+                                             const std::vector<ElectionTarget>& targets,
+                                             std::vector<ElectionTarget>* elected) {
+  std::vector<ElectionTarget> todo = targets;
+  const bool all = targets.empty();
+  if (all) {
+    // Every partition that needs an election of this type.
+    auto img = node_->image();
+    for (const auto& [id, t] : img->topics()) {
+      for (const auto& [p, part] : t.partitions) {
+        if (DecideElection(*img, t, p, unclean).ok()) todo.push_back({t.name, PartitionId(p)});
+      }
+    }
+  }
+  std::vector<Status> out;
+  for (const ElectionTarget& target : todo) {
+    out.push_back(ProposePartitionChange(
+        node_, target.topic,
+        [&](const MetadataImage& img, const TopicImage& t) -> Result<PartitionChangeRecord> {
+          return DecideElection(img, t, target.partition.value(), unclean);
+        }));
+  }
+  if (elected) *elected = std::move(todo);
+  return out;
+}
+
+int64_t ImageStore::ReplicaFetchAllowance(const std::string& topic, PartitionId partition,
+                                          NodeId follower) {
+  auto img = node_->image();
+  const TopicImage* t = img->FindTopic(topic);
+  if (t == nullptr) return -1;
+  auto p = t->partitions.find(partition.value());
+  if (p == t->partitions.end() || !IsAddingReplica(p->second, follower)) return -1;
+  const auto& configs = img->configs(ConfigResource::kTopic, topic);
+  auto c = configs.find(kReassignmentThrottleKey);
+  if (c == configs.end()) return -1;
+  int64_t rate = 0;
+  try {
+    rate = std::stoll(c->second);
+  } catch (...) {
+    return -1;
+  }
+  if (rate <= 0) return -1;
+  const int64_t now = MonotonicMs();
+  std::lock_guard<std::mutex> lock(throttle_mu_);
+  auto [it, fresh] = throttle_.try_emplace(topic);
+  ThrottleBucket& b = it->second;
+  if (fresh || b.rate != rate) {
+    b.rate = rate;
+    b.tokens = std::min<double>(b.tokens, static_cast<double>(rate));
+    if (fresh) b.tokens = static_cast<double>(rate) / 10;
+    b.last_ms = now;
+  }
+  b.tokens = std::min<double>(static_cast<double>(rate),
+                              b.tokens + static_cast<double>(rate) * (now - b.last_ms) / 1000.0);
+  b.last_ms = now;
+  return b.tokens >= 1 ? static_cast<int64_t>(b.tokens) : 0;
+}
+
+void ImageStore::ChargeReplicaFetch(const std::string& topic, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(throttle_mu_);
+  auto it = throttle_.find(topic);
+  if (it != throttle_.end()) it->second.tokens -= static_cast<double>(bytes);
 }
 
 Result<std::shared_ptr<storage::PartitionLog>> ImageStore::OpenLog(const std::string& topic,
@@ -879,9 +1208,10 @@ ClusterNode::ClusterNode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ClusterNode::~ClusterNode() { Stop(); }
 
 Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(ClusterNodeOptions options) {
-  if (!FindVoter(options.voters, options.node_id)) {
+  if (!FindVoter(options.voters, options.node_id) && !options.broker_peer) {
     return Status::InvalidArgument("node id " + std::to_string(options.node_id.value()) +
-                                   " is not in the voter list " + FormatVoters(options.voters));
+                                   " is not in the voter list " + FormatVoters(options.voters) +
+                                   ": a broker-only node needs its own peer address");
   }
   SILT_ASSIGN_OR_RETURN(
       options.cluster_id,
@@ -903,11 +1233,38 @@ Status ClusterNode::Start(broker::LocalMetadataStore* local, const broker::NodeI
   Impl& s = *impl_;
   s.local = local;
   s.node = node;
+  Impl* raw_node = &s;
+  if (s.broker_only()) {
+    // A broker only: its own peer listener for silt's streams, and the controller's image.
+    auto listener = PeerListener::Start(
+        *s.options.broker_peer, [raw_node](NodeId sender, PeerStream kind, int fd) {
+          if (kind == PeerStream::kKafka) {
+            raw_node->OnKafkaPeer(sender, fd);
+          } else {
+            raw_node->OnPeer(sender, fd);
+          }
+        });
+    if (!listener.ok()) return listener.status().WithContext("starting the peer listener");
+    s.broker_listener = std::move(listener).value();
+    MetadataObserverOptions mo;
+    mo.node_id = s.options.node_id;
+    mo.voters = s.options.voters;
+    mo.state_machine = &s.notifying;
+    auto observer = MetadataObserver::Start(std::move(mo));
+    if (!observer.ok()) return observer.status().WithContext("following the metadata quorum");
+    s.quorum = std::move(observer).value();
+    s.member = std::thread([raw_node] { raw_node->MemberLoop(); });
+    s.heartbeat = std::thread([raw_node] { raw_node->HeartbeatLoop(); });
+    LogInfo("broker-only node " + std::to_string(s.options.node_id.value()) + " (voters " +
+            FormatVoters(s.options.voters) + ", peer address " +
+            s.options.broker_peer->address() + ", cluster " + s.options.cluster_id + ")");
+    return Status::OK();
+  }
   RaftQuorumOptions q;
   q.node_id = s.options.node_id;
   q.voters = s.options.voters;
   q.raft_dir = RaftDirectory(s.options.config.data_dir);
-  q.state_machine = &s.sm;
+  q.state_machine = &s.notifying;
   q.election_timeout_ms = s.options.election_timeout_ms;
   q.heartbeat_timeout_ms = s.options.heartbeat_timeout_ms;
   Impl* raw = &s;
@@ -930,6 +1287,7 @@ Status ClusterNode::Start(broker::LocalMetadataStore* local, const broker::NodeI
   s.quorum = std::move(started).value();
   SILT_TRY(MarkVoter(s.options.config.data_dir, s.options.node_id, s.options.cluster_id));
   s.member = std::thread([raw] { raw->MemberLoop(); });
+  s.heartbeat = std::thread([raw] { raw->HeartbeatLoop(); });
   LogInfo("cluster node " + std::to_string(s.options.node_id.value()) + " of " +
           std::to_string(s.options.voters.size()) + " (voters " + FormatVoters(s.options.voters) +
           ", cluster " + s.options.cluster_id + ")");
@@ -940,6 +1298,7 @@ broker::MetadataStore& ClusterNode::metadata() { return impl_->store; }
 const std::string& ClusterNode::cluster_id() const { return impl_->options.cluster_id; }
 broker::LogProvider& ClusterNode::logs() { return impl_->store; }
 broker::ProducerIdAllocator* ClusterNode::producer_ids() { return &impl_->producer_ids; }
+broker::BrokerConfigStore* ClusterNode::broker_configs() { return &impl_->broker_configs; }
 
 void ClusterNode::Serving(const broker::BrokerServices& services) {
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -963,6 +1322,7 @@ void ClusterNode::Stop() {
     s.cv.notify_all();
   }
   if (s.member.joinable()) s.member.join();
+  if (s.heartbeat.joinable()) s.heartbeat.join();
   // The replica manager's proposals see the node stopping and return.
   std::unique_ptr<ReplicaManager> replicas;
   {
@@ -973,6 +1333,7 @@ void ClusterNode::Stop() {
   // Pending proposals complete (their waiters return); the loop thread is joined, so no new
   // peer connection arrives after this.
   if (s.quorum) s.quorum->Stop();
+  if (s.broker_listener) s.broker_listener->Stop();
   std::unique_lock<std::mutex> lock(s.mu);
   for (int fd : s.peer_fds) ::shutdown(fd, SHUT_RDWR);
   s.cv.wait(lock, [&s] { return s.peer_threads == 0; });

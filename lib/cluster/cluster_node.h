@@ -24,7 +24,8 @@
 //   a node whose image shows another cluster id. Either is fatal: on_fatal is called once.
 // - Producer ids: blocks of 1000 from the controller (a ProducerIdsRecord advancing the image's
 //   next id by one block; the block is the 1000 ids below it), so they are unique cluster-wide.
-// - Liveness: every broker.heartbeat.interval.ms a node sends a heartbeat to the controller;
+// - Liveness: every broker.heartbeat.interval.ms a node sends a heartbeat to the controller
+//   (from a thread of its own; the answer counts once the node's image has the controller's);
 //   the ready controller proposes what its Controller (controller.h) decides: fencing and
 //   unfencing, elections from the ISR, ISR removals, preferred leaders.
 // - Controlled shutdown: Stop() first asks the controller to move this node's leaderships away
@@ -41,6 +42,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,10 +56,19 @@ namespace silt::cluster {
 
 struct ClusterNodeOptions {
   NodeId node_id;
-  std::vector<Voter> voters;    // must contain node_id
+  // The metadata quorum's voters. A node whose id is not among them is a broker-only node
+  // (Kafka's process.roles=broker): it needs broker_peer, holds no Raft log and follows the
+  // controller's image (metadata_observer.h).
+  std::vector<Voter> voters;
+  // A broker-only node's own peer address (replica fetches from its followers come there; it
+  // is in its registration, so the other nodes find it). Ignored for a voter.
+  std::optional<Voter> broker_peer;
   std::string cluster_id;       // what CheckNodeDirectory returned
   broker::BrokerConfig config;  // the broker's (data dir, topic defaults)
-  unsigned election_timeout_ms = 1000;
+  // The metadata quorum's Raft timers. The election timeout (libraft draws each one between it
+  // and twice it) stays below broker.session.timeout.ms, so that a new controller is usually
+  // in place before the other brokers' sessions run out when the controller dies.
+  unsigned election_timeout_ms = 500;
   unsigned heartbeat_timeout_ms = 100;
   int proposal_timeout_ms = 15000;
   // Called once, from a cluster thread, when this node must not go on (another cluster id).
@@ -77,6 +88,8 @@ class ClusterNode final : public broker::ClusterMode {
   broker::MetadataStore& metadata() override;
   broker::LogProvider& logs() override;
   broker::ProducerIdAllocator* producer_ids() override;
+  // BROKER ConfigRecords of the image: the cluster default ("") and this node's id.
+  broker::BrokerConfigStore* broker_configs() override;
   void Serving(const broker::BrokerServices& services) override;
   // Controlled shutdown first (see above; skipped when controlled.shutdown.enable is false,
   // before registration, or when no other broker is unfenced), then the threads and the quorum.

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "cluster/reassignment.h"
+
 namespace silt::cluster {
 namespace {
 
@@ -166,6 +168,33 @@ void Controller::ElectAll(const MetadataImage& img, const std::function<bool(Nod
   }
 }
 
+void Controller::CompleteReassignments(const MetadataImage& img,
+                                       const std::function<bool(NodeId)>& can_lead,
+                                       ControllerDecision* out) const {
+  // Partitions another change of this command already touches wait for the next decision (one
+  // command is applied all or nothing, and each change expects the epoch it was decided on).
+  std::set<std::pair<Uuid, int32_t>> changed;
+  for (const MetadataRecord& r : out->records) {
+    if (auto* c = std::get_if<PartitionChangeRecord>(&r)) {
+      changed.insert({c->topic_id, c->partition_id.value()});
+    }
+  }
+  for (const auto& [tid, t] : img.topics()) {
+    for (const auto& [p, part] : t.partitions) {
+      if (!part.reassigning() || changed.count({t.id, p})) continue;
+      std::optional<PartitionChangeRecord> done = CompleteReassignment(t, p, can_lead);
+      if (!done) continue;
+      out->notes.push_back(PartitionName(t, p) + ": reassignment complete, replicas " +
+                           Nodes(part.replicas) + " -> " + Nodes(*done->replicas) +
+                           (done->leader.value() != kNoLeaderChange
+                                ? ", leader " + std::to_string(part.leader.value()) + " -> " +
+                                      std::to_string(done->leader.value())
+                                : std::string()));
+      out->records.push_back(std::move(*done));
+    }
+  }
+}
+
 ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, NodeId self,
                                       Clock::time_point now) {
   std::set<int32_t> dead, back, leaving;
@@ -228,6 +257,7 @@ ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, N
   };
   const size_t broker_changes = out.records.size();
   ElectAll(img, can_lead, &out);
+  CompleteReassignments(img, can_lead, &out);
   // Preferred leaders only when no partition changes otherwise (else at the next decision), so
   // that the partitions they are decided on are the ones they apply to; fencing in the same
   // command is fine, as can_lead already counts it.

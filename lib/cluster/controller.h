@@ -25,6 +25,8 @@
 //   replica (the preferred leader) of more partitions than it leads by more than
 //   leader.imbalance.per.broker.percentage, the partitions where it can lead and is in the ISR
 //   go back to it.
+// - Reassignments (reassignment.h): a partition whose target replicas are all in the ISR gets
+//   its reassignment completed (the removed replicas dropped, leadership moved into the target).
 // Every change is a PartitionChangeRecord; the image bumps the partition epoch on each and the
 // leader epoch when the leader changes.
 #pragma once
@@ -48,7 +50,7 @@ namespace silt::cluster {
 inline constexpr const char* kUncleanLeaderElectionKey = "unclean.leader.election.enable";
 
 struct ControllerConfig {
-  std::chrono::milliseconds session_timeout{3000};  // broker.session.timeout.ms
+  std::chrono::milliseconds session_timeout{1500};  // broker.session.timeout.ms
   bool unclean_leader_election = false;             // unclean.leader.election.enable
   bool auto_leader_rebalance = true;                // auto.leader.rebalance.enable
   // leader.imbalance.check.interval.seconds
@@ -118,6 +120,10 @@ class Controller {
   // Elections and ISR removals for every partition under `can_lead`.
   void ElectAll(const MetadataImage& img, const std::function<bool(NodeId)>& can_lead,
                 ControllerDecision* out) const;
+  // Reassignments whose target replicas are all in the ISR complete (reassignment.h), for the
+  // partitions no earlier change in `out` touches.
+  void CompleteReassignments(const MetadataImage& img, const std::function<bool(NodeId)>& can_lead,
+                             ControllerDecision* out) const;
 
   const ControllerConfig config_;
   mutable std::mutex mu_;

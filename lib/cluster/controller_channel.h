@@ -8,7 +8,7 @@
 //
 //   connection => Preamble("SILTPEER", sender)  then requests and responses, one at a time
 //   ForwardRequest  => length int32 (of the rest), version int16 (1), kind int8 (0 propose,
-//                      1 heartbeat, 2 shutdown), request_id uuid, command bytes (the rest:
+//                      1 heartbeat, 2 shutdown, 3 fetch metadata), request_id uuid, command bytes (the rest:
 //                      metadata_records.h's Command; empty for a heartbeat; for a shutdown
 //                      the sender's incarnation id, 16 bytes)
 //   ForwardResponse => length int32, version int16 (1), outcome int8 (ProposeOutcome order:
@@ -38,7 +38,10 @@ namespace silt::cluster {
 inline constexpr int16_t kForwardVersion = 1;
 inline constexpr size_t kMaxForwardFrame = 4 << 20;
 
-enum class ForwardKind : int8_t { kPropose = 0, kHeartbeat = 1, kShutdown = 2 };
+// kFetchMetadata: a broker-only node's request for the controller's image
+// (metadata_observer.h): the command is the index it holds; the answer kApplied at the
+// controller's applied index, with the term and, when that index is newer, the snapshot.
+enum class ForwardKind : int8_t { kPropose = 0, kHeartbeat = 1, kShutdown = 2, kFetchMetadata = 3 };
 
 struct ForwardRequest {
   RequestId id;

@@ -40,6 +40,22 @@ Status CheckPartition(RecordType t, const PartitionImage& p) {
   if (p.leader.value() != kNoLeader && !Contains(p.isr, p.leader)) {
     return Refuse(t, "leader " + std::to_string(p.leader.value()) + " is not in the ISR");
   }
+  for (NodeId n : p.adding_replicas) {
+    if (!Contains(p.replicas, n)) {
+      return Refuse(t, "adding replica " + std::to_string(n.value()) + " is not a replica");
+    }
+    if (Contains(p.removing_replicas, n)) {
+      return Refuse(t, "replica " + std::to_string(n.value()) + " is both added and removed");
+    }
+  }
+  for (NodeId n : p.removing_replicas) {
+    if (!Contains(p.replicas, n)) {
+      return Refuse(t, "removing replica " + std::to_string(n.value()) + " is not a replica");
+    }
+  }
+  if (p.removing_replicas.size() >= p.replicas.size()) {
+    return Refuse(t, "every replica is being removed");
+  }
   return Status::OK();
 }
 
@@ -79,8 +95,11 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
     if (r->broker_id.value() < 0) return Refuse(t, "negative broker id");
     if (r->port <= 0 || r->port > 65535) return Refuse(t, "port " + std::to_string(r->port));
     // A re-registration (a new incarnation) replaces the old one and starts fenced.
-    brokers_[r->broker_id.value()] =
-        BrokerImage{r->broker_id, r->incarnation_id, r->host, r->port, true};
+    if (r->peer_port < 0 || r->peer_port > 65535) {
+      return Refuse(t, "peer port " + std::to_string(r->peer_port));
+    }
+    brokers_[r->broker_id.value()] = BrokerImage{
+        r->broker_id, r->incarnation_id, r->host, r->port, true, r->peer_host, r->peer_port};
     return Status::OK();
   }
   if (auto* r = std::get_if<ClusterIdRecord>(&rec)) {
@@ -124,7 +143,10 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
     if (it->second.partitions.count(r->partition_id.value())) {
       return Refuse(t, "partition " + std::to_string(r->partition_id.value()) + " exists");
     }
-    PartitionImage p{r->replicas, r->isr, r->leader, r->leader_epoch, r->partition_epoch};
+    PartitionImage p{r->replicas,        r->isr,
+                     r->leader,          r->leader_epoch,
+                     r->partition_epoch, r->removing_replicas,
+                     r->adding_replicas};
     SILT_TRY(CheckPartition(t, p));
     it->second.partitions[r->partition_id.value()] = std::move(p);
     return Status::OK();
@@ -144,6 +166,8 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
     }
     if (r->replicas) p.replicas = *r->replicas;
     if (r->isr) p.isr = *r->isr;
+    if (r->removing_replicas) p.removing_replicas = *r->removing_replicas;
+    if (r->adding_replicas) p.adding_replicas = *r->adding_replicas;
     bool leader_changed = r->leader.value() != kNoLeaderChange && r->leader != p.leader;
     if (r->leader.value() != kNoLeaderChange) p.leader = r->leader;
     SILT_TRY(CheckPartition(t, p));
@@ -211,6 +235,13 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
     if (r->resource_type == ConfigResource::kTopic && !topic_ids_.count(r->resource_name)) {
       return Refuse(t, "unknown topic '" + r->resource_name + "'");
     }
+    // A BROKER resource is the cluster default ("") or one broker's id, in decimal.
+    if (r->resource_type == ConfigResource::kBroker && !r->resource_name.empty() &&
+        (r->resource_name.size() > 9 ||
+         !std::all_of(r->resource_name.begin(), r->resource_name.end(),
+                      [](char c) { return c >= '0' && c <= '9'; }))) {
+      return Refuse(t, "broker resource '" + r->resource_name + "' is not a broker id");
+    }
     auto& m = configs_[{r->resource_type, r->resource_name}];
     if (r->value) {
       m[r->name] = *r->value;
@@ -235,14 +266,16 @@ std::vector<MetadataRecord> MetadataImage::ToRecords() const {
   std::vector<MetadataRecord> out;
   if (!cluster_id_.empty()) out.push_back(ClusterIdRecord{cluster_id_});
   for (const auto& [id, b] : brokers_) {
-    out.push_back(RegisterBrokerRecord{b.id, b.incarnation_id, b.host, b.port});
+    out.push_back(
+        RegisterBrokerRecord{b.id, b.incarnation_id, b.host, b.port, b.peer_host, b.peer_port});
     if (!b.fenced) out.push_back(UnfenceBrokerRecord{b.id});
   }
   for (const auto& [id, topic] : topics_) {
     out.push_back(TopicRecord{topic.name, topic.id});
     for (const auto& [p, part] : topic.partitions) {
       out.push_back(PartitionRecord{PartitionId(p), topic.id, part.replicas, part.isr, part.leader,
-                                    part.leader_epoch, part.partition_epoch});
+                                    part.leader_epoch, part.partition_epoch,
+                                    part.removing_replicas, part.adding_replicas});
     }
   }
   for (const auto& [key, m] : configs_) {

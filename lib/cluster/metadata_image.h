@@ -27,6 +27,9 @@ struct BrokerImage {
   std::string host;
   int32_t port = 0;
   bool fenced = true;  // registered brokers start fenced, as in Kafka
+  // A broker-only node's peer address (RegisterBrokerRecord v1); "" and 0 for a voter.
+  std::string peer_host = {};
+  int32_t peer_port = 0;
   bool operator==(const BrokerImage&) const = default;
 };
 
@@ -36,6 +39,13 @@ struct PartitionImage {
   NodeId leader{kNoLeader};
   LeaderEpoch leader_epoch{0};
   int32_t partition_epoch = 0;
+  // A reassignment in progress (KIP-455): `replicas` is the target followed by the replicas
+  // being dropped; `adding_replicas` are the target's new members (not all in the ISR yet),
+  // `removing_replicas` the ones leaving once every adding replica is in the ISR. Both are
+  // subsets of `replicas`, disjoint, and empty when no reassignment is under way.
+  std::vector<NodeId> removing_replicas = {};
+  std::vector<NodeId> adding_replicas = {};
+  bool reassigning() const { return !adding_replicas.empty() || !removing_replicas.empty(); }
   bool operator==(const PartitionImage&) const = default;
 };
 

@@ -10,11 +10,18 @@ namespace silt::cluster {
 namespace {
 
 constexpr int16_t kRecordVersion = 0;
-// PartitionChange v1 adds expected_partition_epoch.
-constexpr int16_t kPartitionChangeVersion = 1;
+// PartitionChange v1 adds expected_partition_epoch, v2 removing_replicas and adding_replicas.
+constexpr int16_t kPartitionChangeVersion = 2;
+// Partition v1 adds removing_replicas and adding_replicas.
+constexpr int16_t kPartitionVersion = 1;
+// RegisterBroker v1 adds peer_host and peer_port.
+constexpr int16_t kRegisterBrokerVersion = 1;
 
 int16_t VersionOf(RecordType t) {
-  return t == RecordType::kPartitionChange ? kPartitionChangeVersion : kRecordVersion;
+  if (t == RecordType::kPartitionChange) return kPartitionChangeVersion;
+  if (t == RecordType::kPartition) return kPartitionVersion;
+  if (t == RecordType::kRegisterBroker) return kRegisterBrokerVersion;
+  return kRecordVersion;
 }
 
 // ---- writing ----
@@ -52,6 +59,8 @@ struct BodyWriter {
     PutUuid(w, r.incarnation_id);
     PutString(w, r.host);
     w.I32(r.port);
+    PutString(w, r.peer_host);
+    w.I32(r.peer_port);
   }
   void operator()(const TopicRecord& r) {
     PutString(w, r.name);
@@ -65,6 +74,8 @@ struct BodyWriter {
     w.I32(r.leader.value());
     w.I32(r.leader_epoch.value());
     w.I32(r.partition_epoch);
+    PutNodes(w, r.removing_replicas);
+    PutNodes(w, r.adding_replicas);
   }
   void operator()(const ConfigRecord& r) {
     w.I8(static_cast<int8_t>(r.resource_type));
@@ -79,6 +90,8 @@ struct BodyWriter {
     w.I32(r.leader.value());
     PutNullableNodes(w, r.replicas);
     w.I32(r.expected_partition_epoch);
+    PutNullableNodes(w, r.removing_replicas);
+    PutNullableNodes(w, r.adding_replicas);
   }
   void operator()(const FenceBrokerRecord& r) { w.I32(r.broker_id.value()); }
   void operator()(const UnfenceBrokerRecord& r) { w.I32(r.broker_id.value()); }
@@ -168,6 +181,7 @@ bool ReadBody(ByteReader& r, RecordType type, int16_t version, MetadataRecord* o
           !r.I32(&x.port)) {
         return false;
       }
+      if (version >= 1 && (!GetString(r, &x.peer_host) || !r.I32(&x.peer_port))) return false;
       *out = std::move(x);
       return true;
     }
@@ -183,6 +197,10 @@ bool ReadBody(ByteReader& r, RecordType type, int16_t version, MetadataRecord* o
       if (!r.I32(&p) || !GetUuid(r, &x.topic_id) || !GetNodes(r, &x.replicas) ||
           !GetNodes(r, &x.isr) || !GetNodeId(r, &x.leader) || !r.I32(&epoch) ||
           !r.I32(&x.partition_epoch)) {
+        return false;
+      }
+      if (version >= 1 &&
+          (!GetNodes(r, &x.removing_replicas) || !GetNodes(r, &x.adding_replicas))) {
         return false;
       }
       x.partition_id = PartitionId(p);
@@ -209,6 +227,10 @@ bool ReadBody(ByteReader& r, RecordType type, int16_t version, MetadataRecord* o
         return false;
       }
       if (version >= 1 && !r.I32(&x.expected_partition_epoch)) return false;
+      if (version >= 2 && (!GetNullableNodes(r, &x.removing_replicas) ||
+                           !GetNullableNodes(r, &x.adding_replicas))) {
+        return false;
+      }
       x.partition_id = PartitionId(p);
       *out = std::move(x);
       return true;

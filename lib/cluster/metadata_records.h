@@ -7,18 +7,23 @@
 //   Record => frame_version type version body
 //     frame_version  int8   1
 //     type           int16  RecordType below (Kafka's apiKey of the record)
-//     version        int16  the body's version: 1 for PartitionChange, 0 for every other type
-//                           (a reader takes every version up to its own)
+//     version        int16  the body's version: 2 for PartitionChange, 1 for Partition and
+//                           RegisterBroker, 0 for every other type (a reader takes every
+//                           version up to its own)
 //   string          => length int16, bytes; a nullable string has length -1 for null
 //   uuid            => 16 bytes
 //   [T]             => count int32, T...; a nullable array has count -1 for null
 //
-//   RegisterBroker v0  (RegisterBrokerRecord)  broker_id int32, incarnation_id uuid,
-//                                              host string, port int32
+//   RegisterBroker v1  (RegisterBrokerRecord)  broker_id int32, incarnation_id uuid,
+//                                              host string, port int32,
+//                                              peer_host string, peer_port int32 (v1; v0:
+//                                              "" and 0, the voter list's address applies)
 //   Topic v0           (TopicRecord)           name string, topic_id uuid
 //   Partition v0       (PartitionRecord)       partition_id int32, topic_id uuid,
 //                                              replicas [int32], isr [int32], leader int32,
-//                                              leader_epoch int32, partition_epoch int32
+//                                              leader_epoch int32, partition_epoch int32,
+//                                              removing_replicas [int32] (v1),
+//                                              adding_replicas [int32] (v1; v0: both empty)
 //   Config v0          (ConfigRecord)          resource_type int8 (2 topic, 4 broker),
 //                                              resource_name string, name string,
 //                                              value nullable string (null: deleted)
@@ -26,7 +31,10 @@
 //                                              isr nullable [int32], leader int32 (-2: no
 //                                              change, -1: none), replicas nullable [int32],
 //                                              expected_partition_epoch int32 (v1; -1: any; v0
-//                                              has no such field and applies unconditionally)
+//                                              has no such field and applies unconditionally),
+//                                              removing_replicas nullable [int32] (v2),
+//                                              adding_replicas nullable [int32] (v2; null or
+//                                              absent: unchanged)
 //   FenceBroker v0     (FenceBrokerRecord)     broker_id int32
 //   UnfenceBroker v0   (UnfenceBrokerRecord)   broker_id int32
 //   RemoveTopic v0     (RemoveTopicRecord)     topic_id uuid
@@ -82,6 +90,10 @@ struct RegisterBrokerRecord {
   Uuid incarnation_id;  // IncarnationId: new on every start of the broker process
   std::string host;     // the advertised client endpoint
   int32_t port = 0;
+  // A broker-only node's peer address (replica fetches from it go there); "" and 0 for a
+  // voter, whose peer address is the voter list's.
+  std::string peer_host = {};
+  int32_t peer_port = 0;
   bool operator==(const RegisterBrokerRecord&) const = default;
 };
 struct TopicRecord {
@@ -97,6 +109,10 @@ struct PartitionRecord {
   NodeId leader{kNoLeader};
   LeaderEpoch leader_epoch{0};
   int32_t partition_epoch = 0;
+  // A reassignment in progress (KIP-455): the replicas being added (they are in `replicas`,
+  // not yet all in the ISR) and those to drop once it completes. Both empty otherwise.
+  std::vector<NodeId> removing_replicas = {};
+  std::vector<NodeId> adding_replicas = {};
   bool operator==(const PartitionRecord&) const = default;
 };
 struct ConfigRecord {
@@ -116,6 +132,8 @@ struct PartitionChangeRecord {
   // at it (another change in between, such as a leader's ISR change, refuses the command with
   // INVALID_UPDATE_VERSION and the controller decides again). -1: unconditionally.
   int32_t expected_partition_epoch = -1;
+  std::optional<std::vector<NodeId>> removing_replicas = {};  // nullopt: unchanged
+  std::optional<std::vector<NodeId>> adding_replicas = {};    // nullopt: unchanged
   bool operator==(const PartitionChangeRecord&) const = default;
 };
 struct FenceBrokerRecord {

@@ -131,7 +131,10 @@ void IncomingRead(uv_stream_t* s, ssize_t n, const uv_buf_t*) {
   }
   if (in->got < kPreambleSize) return;
   auto pre = DecodePreamble(std::string_view(in->buf, kPreambleSize));
-  if (!pre.ok() || !t->addrs.count(pre->sender.value()) || t->closing) {
+  // Raft only from the voters; silt's own streams also from broker-only nodes (any positive
+  // id), which are not in the voter list.
+  if (!pre.ok() || t->closing || pre->sender.value() <= 0 ||
+      (pre->kind == PeerStream::kRaft && !t->addrs.count(pre->sender.value()))) {
     IncomingFinish(in, true);
     return;
   }

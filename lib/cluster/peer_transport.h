@@ -6,8 +6,9 @@
 // which replaces libraft's TCP handshake (the one whose address length it trusts).
 // Incoming: the listener binds the node's own entry, reads exactly the preamble of each accepted
 // connection and hands Raft streams to libraft, "SILTPEER" and "SILTKAFK" streams to the peer handler (with their kind), and
-// closes anything else (unknown magic, unknown sender, other version, or silence past the
-// handshake timeout).
+// closes anything else (unknown magic, other version, a Raft stream from a sender not in the
+// voter list, or silence past the handshake timeout). SILTPEER and SILTKAFK streams are taken
+// from any positive sender id: broker-only nodes are not in the list.
 #pragma once
 
 #include <functional>

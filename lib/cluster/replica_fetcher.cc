@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/metrics.h"
 #include "broker/logging.h"
 #include "cluster/peer_preamble.h"
 #include "net/connection.h"
@@ -357,6 +358,23 @@ Status FetcherThread::FetchRound(const std::vector<Snap>& batch) {
   std::string body;
   SILT_TRY(Await(id, &body,
                  MonotonicMs() + config_.fetch_wait_max_ms + config_.socket_timeout_ms));
+  {
+    // Looked up once per fetcher thread (one thread per leader), not per fetch.
+    thread_local int32_t counted_leader = -1;
+    thread_local metrics::Counter* requests = nullptr;
+    thread_local metrics::Counter* bytes = nullptr;
+    if (requests == nullptr || counted_leader != leader_.value()) {
+      metrics::Labels l = {{"leader", std::to_string(leader_.value())}};
+      requests = &metrics::Default().GetCounter(
+          "silt_replica_fetch_requests_total", "Follower side: fetches answered by each leader", l);
+      bytes = &metrics::Default().GetCounter(
+          "silt_replica_fetch_bytes_total",
+          "Follower side: bytes of the fetch responses from each leader (records included)", l);
+      counted_leader = leader_.value();
+    }
+    requests->Inc();
+    bytes->Inc(body.size());
+  }
   protocol::FetchResponse resp;
   ByteReader r(body);
   SILT_TRY(resp.Decode(r, version));
@@ -453,8 +471,9 @@ void ReplicaFetchers::Add(NodeId leader, LeaderEpoch epoch, std::shared_ptr<brok
   }
   auto& t = impl_->threads[leader.value()];
   if (!t) {
-    t = std::make_unique<FetcherThread>(impl_->self, leader, FindVoter(impl_->voters, leader),
-                                        impl_->config);
+    std::optional<Voter> to = FindVoter(impl_->voters, leader);
+    if (!to && impl_->config.resolve_peer) to = impl_->config.resolve_peer(leader);
+    t = std::make_unique<FetcherThread>(impl_->self, leader, to, impl_->config);
   }
   t->Add(epoch, std::move(p), ++impl_->generation);
   impl_->leader_of[k] = leader.value();

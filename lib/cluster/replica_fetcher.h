@@ -46,6 +46,9 @@ struct ReplicaFetchConfig {
   int32_t fetch_wait_max_ms = 500;              // replica.fetch.wait.max.ms
   int32_t fetch_backoff_ms = 500;               // replica.fetch.backoff.ms (Kafka: 1000)
   int32_t socket_timeout_ms = 10000;            // connect and answer deadline past the wait
+  // The peer address of a leader that is not in the voter list (a broker-only node, from its
+  // registration in the image); nullopt when unknown. Optional.
+  std::function<std::optional<Voter>(NodeId)> resolve_peer;
 };
 
 // The leader's OffsetForLeaderEpoch answer for one partition.

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/metrics.h"
 #include "broker/logging.h"
 #include "broker/partition_manager.h"
 
@@ -72,6 +73,20 @@ std::optional<std::vector<NodeId>> ShrinkIsr(
   return out;
 }
 
+std::vector<broker::Partition::FollowerState> IsrCandidates(
+    const std::vector<broker::Partition::FollowerState>& followers,
+    const std::set<int32_t>& unfenced, const std::map<int32_t, int64_t>& left_isr_ms,
+    int64_t now_ms, int64_t lag_max_ms) {
+  std::vector<broker::Partition::FollowerState> out;
+  for (const auto& f : followers) {
+    if (!unfenced.count(f.id.value()) || now_ms - f.last_fetch_ms > lag_max_ms) continue;
+    auto left = left_isr_ms.find(f.id.value());
+    if (left != left_isr_ms.end() && f.last_fetch_ms <= left->second) continue;
+    out.push_back(f);
+  }
+  return out;
+}
+
 std::optional<std::vector<NodeId>> ExpandIsr(
     const std::vector<NodeId>& isr, const std::vector<NodeId>& replicas,
     const std::vector<broker::Partition::FollowerState>& followers, Offset high_watermark,
@@ -106,10 +121,12 @@ struct ReplicaManager::Impl {
     Offset epoch_start{0};
     bool in_flight = false;   // an AlterPartition is being proposed
     int64_t retry_after_ms = 0;
+    std::map<int32_t, int64_t> left_isr_ms;  // followers seen leaving the ISR, and when
   };
   struct Proposal {
     Key key;
     AlterPartitionRecord record;
+    bool expanding = false;
   };
   struct Outcome {
     Key key;
@@ -207,8 +224,19 @@ void ReplicaManager::Impl::Reconcile() {
       LogInfo("the controller answers again: partitions this node leads in the metadata lead again");
     }
   }
+  // The leaders' lease: the last contact with a ready controller plus the session timeout
+  // (Partition::SetLeaderLease); the same test as `isolated`, made by each request itself.
+  const int64_t lease_until = o.last_controller_contact_ms() + o.broker_session_timeout_ms;
   std::set<Key> seen;
-  for (const auto& [tid, t] : img->topics()) {
+  // Clients' topics first, internal ones (__consumer_offsets, many partitions) after: each new
+  // leader epoch writes its checkpoint before the partition leads, and a failover should not
+  // make a client's partition wait behind fifty of those.
+  std::vector<const TopicImage*> order;
+  for (const auto& [tid, t] : img->topics()) order.push_back(&t);
+  std::stable_partition(order.begin(), order.end(),
+                        [](const TopicImage* t) { return t->name.rfind("__", 0) != 0; });
+  for (const TopicImage* tp : order) {
+    const TopicImage& t = *tp;
     for (const auto& [pid, part] : t.partitions) {
       if (!Contains(part.replicas, o.self)) continue;
       Key key{t.name, pid};
@@ -227,6 +255,7 @@ void ReplicaManager::Impl::Reconcile() {
       Role want = part.leader == o.self     ? (isolated ? Role::kNone : Role::kLeader)
                   : part.leader.value() < 0 ? Role::kNone
                                             : Role::kFollower;
+      p->SetLeaderLease(lease_until);
       bool fresh = a.p != p || a.role != want || a.epoch != part.leader_epoch ||
                    a.leader != part.leader;
       if (fresh) {
@@ -276,9 +305,27 @@ void ReplicaManager::Impl::Reconcile() {
       }
       if (part.partition_epoch != a.partition_epoch || part.isr != a.isr ||
           part.replicas != a.replicas) {
-        // The state moved within the epoch (an ISR change, ours or the controller's).
-        if (want == Role::kLeader && !a.in_flight) p->SetIsr(part.isr);
+        // The state moved within the epoch (an ISR change, ours or the controller's; or a
+        // reassignment's new replicas, which the leader must know to serve their fetches).
+        const bool replicas_moved = part.replicas != a.replicas;
+        if (want == Role::kLeader && !a.in_flight) {
+          if (replicas_moved) {
+            Status s = p->BecomeLeader(part.leader_epoch, part.partition_epoch, part.replicas,
+                                       part.isr);
+            if (!s.ok()) LogWarn(p->name() + ": new replicas " + Nodes(part.replicas) + ": " +
+                                 s.ToString());
+          } else {
+            p->SetIsr(part.isr);
+          }
+        } else if (want == Role::kLeader && replicas_moved) {
+          continue;  // taken up once the ISR change in flight is answered
+        }
         if (part.isr != a.isr) {
+          const int64_t changed_ms = MonotonicMs();
+          for (NodeId n : a.isr) {
+            if (std::find(part.isr.begin(), part.isr.end(), n) == part.isr.end())
+              a.left_isr_ms[n.value()] = changed_ms;
+          }
           LogInfo(p->name() + ": ISR " + Nodes(a.isr) + " -> " + Nodes(part.isr) +
                   " (partition epoch " + std::to_string(part.partition_epoch) + ")");
         }
@@ -315,12 +362,8 @@ void ReplicaManager::Impl::CheckIsr() {
       // Candidates: followers fetching now (Kafka expands on a follower's fetch) from brokers
       // the image has unfenced (KIP-841); the leader's memory of a dead one's log end is no
       // reason to add it.
-      std::vector<broker::Partition::FollowerState> live;
-      for (const auto& f : followers) {
-        if (unfenced.count(f.id.value()) && now - f.last_fetch_ms <= o.replica_lag_time_max_ms) {
-          live.push_back(f);
-        }
-      }
+      std::vector<broker::Partition::FollowerState> live =
+          IsrCandidates(followers, unfenced, a.left_isr_ms, now, o.replica_lag_time_max_ms);
       next = ExpandIsr(a.isr, a.replicas, live, a.p->high_watermark(), a.epoch_start);
       expanding = next.has_value();
     }
@@ -334,7 +377,8 @@ void ReplicaManager::Impl::CheckIsr() {
     std::lock_guard<std::mutex> lock(mu);
     proposals.push_back(Proposal{
         key, AlterPartitionRecord{PartitionId(key.second), a.topic_id, o.self, a.epoch,
-                                  a.partition_epoch, *next}});
+                                  a.partition_epoch, *next},
+        expanding});
     cv.notify_all();
   }
 }
@@ -350,6 +394,15 @@ void ReplicaManager::Impl::Propose() {
       proposals.pop_front();
     }
     Status s = o.propose({next.record});
+    if (s.ok()) {
+      // Counted once the controller took the change (Kafka marks them on AlterPartition's
+      // success).
+      static metrics::Counter& shrinks = metrics::Default().GetCounter(
+          "silt_isr_shrinks_total", "ISR shrinks of partitions this node leads");
+      static metrics::Counter& expands = metrics::Default().GetCounter(
+          "silt_isr_expands_total", "ISR expansions of partitions this node leads");
+      (next.expanding ? expands : shrinks).Inc();
+    }
     std::lock_guard<std::mutex> lock(mu);
     outcomes.push_back(Outcome{next.key, next.record.partition_epoch, s});
     woken = true;

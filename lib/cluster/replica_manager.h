@@ -30,7 +30,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <optional>
 #include <vector>
 
@@ -52,7 +54,7 @@ struct ReplicaManagerOptions {
   std::vector<Voter> voters;
   ReplicaFetchConfig fetch;
   int32_t replica_lag_time_max_ms = 10000;    // replica.lag.time.max.ms (Kafka: 30000)
-  int32_t broker_session_timeout_ms = 3000;  // broker.session.timeout.ms
+  int32_t broker_session_timeout_ms = 1500;  // broker.session.timeout.ms
   broker::PartitionManager* partitions = nullptr;
   // The current metadata image.
   std::function<std::shared_ptr<const MetadataImage>()> image;
@@ -82,6 +84,18 @@ std::optional<std::vector<NodeId>> ExpandIsr(const std::vector<NodeId>& isr,
                                              const std::vector<NodeId>& replicas,
                                              const std::vector<broker::Partition::FollowerState>& followers,
                                              Offset high_watermark, Offset epoch_start);
+
+// The followers that may join the ISR now: on a broker the image has unfenced (KIP-841),
+// fetching within `lag_max_ms`, and, for one the leader has seen leave the ISR (the controller
+// dropped it: fenced, or in a controlled shutdown), fetching again since it left
+// (`left_isr_ms`: node id -> MonotonicMs of the change). Without the last rule a broker in
+// controlled shutdown, still unfenced and with a recent last fetch, was added back at once, and
+// leader and controller traded the ISR change back and forth, each one bumping the partition
+// epoch on which the controller's own elections were decided.
+std::vector<broker::Partition::FollowerState> IsrCandidates(
+    const std::vector<broker::Partition::FollowerState>& followers,
+    const std::set<int32_t>& unfenced, const std::map<int32_t, int64_t>& left_isr_ms,
+    int64_t now_ms, int64_t lag_max_ms);
 
 class ReplicaManager {
  public:

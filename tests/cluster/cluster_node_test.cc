@@ -2,11 +2,15 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <set>
 
 #include "base/file.h"
+#include "broker/dynamic_config.h"
 #include "broker/local_metadata_store.h"
 #include "broker/node.h"
+#include "broker/logging.h"
+#include "broker/partition_manager.h"
 #include "cluster/controller_channel.h"
 #include "cluster/node_directory.h"
 #include "cluster/placement.h"
@@ -227,6 +231,15 @@ TEST_CASE("a one-voter cluster node serves topics from the image and keeps their
   CHECK(fr->outcome == ProposeOutcome::kApplied);
   CHECK(DecodeApplyResult(fr->result).ok());
   REQUIRE(WaitUntil([&] { return md.GetTopic("fwd").ok(); }, 5000ms));
+  // A heartbeat is answered with the controller's applied index (at least that proposal's):
+  // the node counts the answer only once its own image has caught up with it, so that a node
+  // back from a pause does not lead on from its stale image.
+  auto hb = ForwardPropose(self, NodeId(1), ForwardRequest{Uuid(), "", ForwardKind::kHeartbeat},
+                           5000);
+  REQUIRE_MESSAGE(hb.ok(), hb.status().ToString());
+  CHECK(hb->outcome == ProposeOutcome::kApplied);
+  CHECK(hb->index >= fr->index);
+  CHECK(hb->index.value() > 0);
 
   // Producer ids come in blocks from the metadata log.
   broker::ProducerIdAllocator* pids = node->producer_ids();
@@ -272,6 +285,80 @@ TEST_CASE("a one-voter cluster node serves topics from the image and keeps their
   std::filesystem::remove_all(dir);
 }
 
+// The replica-open gate: once the broker serves, only the replica manager opens a replica, and
+// it gives the replica its role first. A request that comes first (here the test thread, as a
+// Produce or Fetch would) is refused with NotLeader (NOT_LEADER_OR_FOLLOWER on the wire), also
+// in the moment between Serving() and the manager's start, and never opens the partition as a
+// single node's (a leader of ISR {this node} that acknowledges acks=all alone).
+TEST_CASE("once a cluster node serves, a replica is opened only by the replica manager, with its "
+          "role, and a request that comes first is refused as not the leader") {
+  using namespace silt::cluster::testing;
+  broker::SetLogLevel(broker::LogLevel::kWarn);
+  std::string dir = ScratchDir();
+  broker::BrokerConfig config;
+  config.data_dir = dir;
+  ClusterNodeOptions o;
+  o.node_id = NodeId(1);
+  o.voters = {Voter{NodeId(1), "127.0.0.1", FreePort()}};
+  o.cluster_id = "gate-cluster";
+  o.config = config;
+  o.election_timeout_ms = 200;
+  o.heartbeat_timeout_ms = 20;
+  o.proposal_timeout_ms = 10000;
+  auto identity = broker::NodeIdentity::Load(dir, NodeId(1), "gate-cluster");
+  REQUIRE(identity.ok());
+  identity->advertised_host = "127.0.0.1";
+  identity->advertised_port = 19998;
+
+  // A first life creates the topic (and so a node that restarts with it in its image).
+  {
+    auto node = ClusterNode::Create(o);
+    REQUIRE_MESSAGE(node.ok(), node.status().ToString());
+    auto local = broker::LocalMetadataStore::Open(config, NodeId(1));
+    REQUIRE(local.ok());
+    REQUIRE((*node)->Start(local->get(), &*identity).ok());
+    (*node)->Serving({});
+    REQUIRE(WaitUntil([&] { return (*node)->metadata().Brokers().size() == 1; }, kElectionLimit));
+    REQUIRE((*node)->metadata().CreateTopic("gate", 2, {}).ok());
+    (*node)->Stop();
+    node->reset();
+    REQUIRE((*local)->Close().ok());
+  }
+
+  // Restarted: the image has the topic before the node serves; the broker's partitions come
+  // with Serving(), the replica manager only once the node has registered again.
+  o.voters[0].port = FreePort();
+  auto created = ClusterNode::Create(o);
+  REQUIRE_MESSAGE(created.ok(), created.status().ToString());
+  std::unique_ptr<ClusterNode> node = std::move(created).value();
+  auto local = broker::LocalMetadataStore::Open(config, NodeId(1));
+  REQUIRE(local.ok());
+  REQUIRE(node->Start(local->get(), &*identity).ok());
+  REQUIRE(WaitUntil([&] { return node->metadata().GetTopic("gate").ok(); }, kElectionLimit));
+  {
+    broker::PartitionManager partitions(&node->logs(), NodeId(1));
+    node->Serving(broker::BrokerServices{&partitions, nullptr, nullptr});
+    auto early = partitions.Get("gate", PartitionId(0));
+    const std::string what = early.ok() ? "opened" : early.status().ToString();
+    CHECK_MESSAGE(early.status().code() == Status::Code::kNotLeader, what);
+    // The manager opens both replicas and makes this node their leader (the image says so);
+    // the partition a request gets from then on is that one, its role set.
+    REQUIRE(WaitUntil(
+        [&] {
+          auto p = partitions.Get("gate", PartitionId(0));
+          return p.ok() && (*p)->role_set() && (*p)->is_leader();
+        },
+        kElectionLimit));
+    // A partition the image does not have is not opened either.
+    CHECK(partitions.Get("gate", PartitionId(2)).status().IsNotFound());
+    node->Stop();
+    partitions.ShutdownAll();
+  }
+  node.reset();
+  REQUIRE((*local)->Close().ok());
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("forwarding to a peer address where nothing listens is an IOError") {
   Voter nobody{NodeId(2), "127.0.0.1", silt::cluster::testing::FreePort()};
   auto r = ForwardPropose(nobody, NodeId(1), ForwardRequest{RandomUuid(), "x"}, 1000);
@@ -304,4 +391,106 @@ TEST_CASE("a cluster node refuses a node id missing from the voter list") {
   auto r = ClusterNode::Create(o);
   CHECK(r.status().message().find("node id 4 is not in the voter list") != std::string::npos);
   std::filesystem::remove_all(o.config.data_dir);
+}
+
+// The BROKER configs of the metadata log: what the store proposes is in the image (only the
+// keys that changed), the broker is told after the image is reconciled, and a node restarted
+// on its data dir finds them again in its replayed log.
+TEST_CASE("a cluster node keeps dynamic broker configs in its metadata log, across a restart") {
+  using namespace silt::cluster::testing;
+  broker::SetLogLevel(broker::LogLevel::kWarn);
+  std::string dir = ScratchDir();
+  broker::BrokerConfig config;
+  config.data_dir = dir;
+  config.node_id = 1;
+  ClusterNodeOptions o;
+  o.node_id = NodeId(1);
+  o.voters = {Voter{NodeId(1), "127.0.0.1", FreePort()}};
+  o.cluster_id = "dyncfg-cluster";
+  o.config = config;
+  o.election_timeout_ms = 200;
+  o.heartbeat_timeout_ms = 20;
+  o.proposal_timeout_ms = 10000;
+  auto identity = broker::NodeIdentity::Load(dir, NodeId(1), "dyncfg-cluster");
+  REQUIRE(identity.ok());
+  identity->advertised_host = "127.0.0.1";
+  identity->advertised_port = 19997;
+  using Configs = broker::BrokerConfigStore::Configs;
+  const Configs defaults{{"log.retention.ms", "70000"}, {"log.segment.bytes", "2097152"}};
+  const Configs mine{{"log.retention.ms", "80000"}};
+
+  {
+    auto node = ClusterNode::Create(o);
+    REQUIRE_MESSAGE(node.ok(), node.status().ToString());
+    auto local = broker::LocalMetadataStore::Open(config, NodeId(1));
+    REQUIRE(local.ok());
+    REQUIRE((*node)->Start(local->get(), &*identity).ok());
+    std::atomic<int> reloads{0};
+    broker::BrokerServices services;
+    services.reload_broker_configs = [&reloads] { reloads++; };
+    (*node)->Serving(services);
+    REQUIRE(WaitUntil([&] { return (*node)->metadata().Brokers().size() == 1; }, kElectionLimit));
+    REQUIRE((*node)->metadata().CreateTopic("plain", 1, {}).ok());
+    broker::BrokerConfigStore* store = (*node)->broker_configs();
+    REQUIRE(store != nullptr);
+    CHECK(store->Load(true)->empty());
+    REQUIRE(store->Store(true, {}, defaults).ok());
+    REQUIRE(store->Store(false, {}, mine).ok());
+    // Load gives them as soon as Store returns.
+    CHECK(*store->Load(true) == defaults);
+    CHECK(*store->Load(false) == mine);
+    // A delete of one key leaves the other. The count is read before the change: the reload
+    // that follows it may come before Store returns.
+    const int seen = reloads.load();
+    REQUIRE(store->Store(true, defaults, {{"log.retention.ms", "70000"}}).ok());
+    CHECK(*store->Load(true) == Configs{{"log.retention.ms", "70000"}});
+    CHECK(WaitUntil([&] { return reloads.load() > seen; }, kElectionLimit));
+    // The topic defaults the broker hands over are what topics without overrides report.
+    storage::LogConfig d = config.log_defaults;
+    d.retention_ms = 80000;
+    REQUIRE((*node)->metadata().SetLogDefaults(d).ok());
+    auto tc = (*node)->metadata().TopicConfig("plain");
+    REQUIRE(tc.ok());
+    CHECK(tc->retention_ms == 80000);
+    (*node)->Stop();
+    node->reset();
+    REQUIRE((*local)->Close().ok());
+  }
+
+  o.voters[0].port = FreePort();
+  auto node = ClusterNode::Create(o);
+  REQUIRE_MESSAGE(node.ok(), node.status().ToString());
+  auto local = broker::LocalMetadataStore::Open(config, NodeId(1));
+  REQUIRE(local.ok());
+  REQUIRE((*node)->Start(local->get(), &*identity).ok());
+  // The broker as Broker::Open wires it: its dynamic configs over the node's store, taken on
+  // each reconciled image.
+  auto dynamic = broker::DynamicBrokerConfig::OpenWith(config, (*node)->broker_configs());
+  broker::MetadataStore* metadata = &(*node)->metadata();
+  broker::BrokerServices services;
+  services.reload_broker_configs = [&] { (void)dynamic->Reload(metadata); };
+  (*node)->Serving(services);
+  CHECK(WaitUntil([&] { return dynamic->Get(true) == Configs{{"log.retention.ms", "70000"}}; },
+                  kElectionLimit));
+  CHECK(dynamic->Get(false) == mine);
+  CHECK(dynamic->Effective().log_defaults.retention_ms == 80000);
+  REQUIRE(WaitUntil([&] { return metadata->TopicConfig("plain").ok(); }, kElectionLimit));
+  CHECK(metadata->TopicConfig("plain")->retention_ms == 80000);
+  // A change through the broker's object goes to the log and back.
+  REQUIRE(dynamic
+              ->Edit(
+                  false,
+                  [](Configs* c) {
+                    c->clear();
+                    return Status::OK();
+                  },
+                  false, metadata)
+              .ok());
+  CHECK(dynamic->Get(false).empty());
+  CHECK((*node)->broker_configs()->Load(false)->empty());
+  CHECK(metadata->TopicConfig("plain")->retention_ms == 70000);
+  (*node)->Stop();
+  node->reset();
+  REQUIRE((*local)->Close().ok());
+  std::filesystem::remove_all(dir);
 }

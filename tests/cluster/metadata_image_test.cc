@@ -273,3 +273,37 @@ TEST_CASE("the cluster id is set once, kept by snapshots, and a different one is
   MetadataImage rebuilt = Build(img.ToRecords());
   CHECK(rebuilt.cluster_id() == "alpha");
 }
+
+TEST_CASE("broker config records keep the cluster default and each broker's own, in snapshots too") {
+  MetadataImage img = Build(ClusterWithOrders());
+  auto changed = img.Apply(
+      {ConfigRecord{ConfigResource::kBroker, "", "log.retention.ms", std::string("70000")},
+       ConfigRecord{ConfigResource::kBroker, "", "log.segment.bytes", std::string("2097152")},
+       ConfigRecord{ConfigResource::kBroker, "3", "log.retention.ms", std::string("80000")},
+       ConfigRecord{ConfigResource::kBroker, "2", "log.retention.ms", std::nullopt}});
+  REQUIRE_MESSAGE(changed.ok(), changed.status().ToString());
+  const std::map<std::string, std::string> defaults{{"log.retention.ms", "70000"},
+                                                    {"log.segment.bytes", "2097152"}};
+  CHECK(changed->configs(ConfigResource::kBroker, "") == defaults);
+  CHECK(changed->configs(ConfigResource::kBroker, "3").at("log.retention.ms") == "80000");
+  // Broker 2's only entry was deleted; broker 1 never had one.
+  CHECK(changed->configs(ConfigResource::kBroker, "2").empty());
+  CHECK(changed->configs(ConfigResource::kBroker, "1").empty());
+  // A topic and a broker of the same name are apart.
+  CHECK(changed->configs(ConfigResource::kTopic, "").empty());
+  MetadataImage restored = Build(changed->ToRecords());
+  CHECK(restored == *changed);
+  CHECK(restored.configs(ConfigResource::kBroker, "") == defaults);
+}
+
+TEST_CASE("a broker config record for a name that is no broker id is refused") {
+  MetadataImage img = Build(ClusterWithOrders());
+  for (const char* name : {"orders", "-1", "1x", "12345678901"}) {
+    CAPTURE(name);
+    auto r = img.Apply(
+        {ConfigRecord{ConfigResource::kBroker, name, "log.retention.ms", std::string("1")}});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("not a broker id") != std::string::npos);
+  }
+  CHECK(img.configs(ConfigResource::kBroker, "orders").empty());
+}

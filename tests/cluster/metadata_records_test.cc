@@ -125,13 +125,23 @@ TEST_CASE("a cut-short or overlong record is corruption, never a crash") {
   CHECK(DecodeRecord(huge).status().code() == Status::Code::kCorruption);
 }
 
-TEST_CASE("a PartitionChange of version 0 (no expected partition epoch) still decodes") {
+TEST_CASE("a PartitionChange of version 0 or 1 (no reassignment fields) still decodes") {
   Uuid topic = *Uuid::Parse("AAAAAAAAAAAAAAAAAAAAAQ");
   PartitionChangeRecord rec{PartitionId(3), topic, std::vector<NodeId>{NodeId(1)}, NodeId(1),
                             std::nullopt, 5};
-  std::string v1 = EncodeRecord(rec);
-  CHECK(DecodeBE16(v1.data() + 3) == 1);
-  // Version 0 is the same body without its last field.
+  std::string v2 = EncodeRecord(rec);
+  CHECK(DecodeBE16(v2.data() + 3) == 2);
+  // Version 1 is the same body without the two nullable arrays (4 bytes each when null).
+  std::string v1 = v2.substr(0, v2.size() - 8);
+  EncodeBE16(v1.data() + 3, 1);
+  auto back1 = DecodeRecord(v1);
+  REQUIRE_MESSAGE(back1.ok(), back1.status().ToString());
+  auto* got1 = std::get_if<PartitionChangeRecord>(&*back1);
+  REQUIRE(got1 != nullptr);
+  CHECK(got1->expected_partition_epoch == 5);
+  CHECK_FALSE(got1->adding_replicas.has_value());
+  CHECK_FALSE(got1->removing_replicas.has_value());
+  // Version 0 is version 1 without its last field.
   std::string v0 = v1.substr(0, v1.size() - 4);
   EncodeBE16(v0.data() + 3, 0);
   auto back = DecodeRecord(v0);
@@ -141,6 +151,32 @@ TEST_CASE("a PartitionChange of version 0 (no expected partition epoch) still de
   CHECK(got->expected_partition_epoch == -1);
   CHECK(got->isr == rec.isr);
   // A version from a newer build is refused, not misread.
-  EncodeBE16(v1.data() + 3, 2);
-  CHECK(DecodeRecord(v1).status().code() == Status::Code::kUnsupported);
+  EncodeBE16(v2.data() + 3, 3);
+  CHECK(DecodeRecord(v2).status().code() == Status::Code::kUnsupported);
+}
+
+TEST_CASE("a reassignment's adding and removing replicas survive encoding in both records") {
+  Uuid topic = *Uuid::Parse("AAAAAAAAAAAAAAAAAAAAAQ");
+  PartitionChangeRecord change{PartitionId(1), topic, std::nullopt, NodeId(kNoLeaderChange),
+                               std::vector<NodeId>{NodeId(4), NodeId(2), NodeId(1)}, 3,
+                               std::vector<NodeId>{NodeId(1)}, std::vector<NodeId>{NodeId(4)}};
+  auto c = DecodeRecord(EncodeRecord(change));
+  REQUIRE(c.ok());
+  CHECK(std::get<PartitionChangeRecord>(*c) == change);
+  PartitionRecord part{PartitionId(1), topic, {NodeId(4), NodeId(2), NodeId(1)},
+                       {NodeId(2), NodeId(1)}, NodeId(2), LeaderEpoch(1), 3,
+                       {NodeId(1)}, {NodeId(4)}};
+  std::string bytes = EncodeRecord(part);
+  CHECK(DecodeBE16(bytes.data() + 3) == 1);
+  auto p = DecodeRecord(bytes);
+  REQUIRE(p.ok());
+  CHECK(std::get<PartitionRecord>(*p) == part);
+  // Version 0 (written before reassignments) has neither list: both decode empty.
+  std::string v0 = bytes.substr(0, bytes.size() - 16);
+  EncodeBE16(v0.data() + 3, 0);
+  auto old = DecodeRecord(v0);
+  REQUIRE_MESSAGE(old.ok(), old.status().ToString());
+  CHECK(std::get<PartitionRecord>(*old).adding_replicas.empty());
+  CHECK(std::get<PartitionRecord>(*old).removing_replicas.empty());
+  CHECK(std::get<PartitionRecord>(*old).replicas == part.replicas);
 }

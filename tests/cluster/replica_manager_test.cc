@@ -15,6 +15,7 @@
 #include "broker/broker_test_util.h"
 #include "broker/partition_manager.h"
 #include "cluster/quorum_harness.h"
+#include "cluster/reassignment.h"
 #include "storage/partition_log.h"
 
 using namespace silt;
@@ -205,5 +206,81 @@ TEST_CASE("the replica manager gives replicas their roles, moves the ISR through
 
   rm.Stop();
   partitions.ShutdownAll();
+  (void)RemoveAll(root);
+}
+
+TEST_CASE("a leader learns a reassignment's new replica within its epoch and takes it into the "
+          "ISR once it has caught up") {
+  broker::SetLogLevel(broker::LogLevel::kWarn);
+  std::string root = broker::testing::TempDir();
+  TempLogs logs(root);
+  broker::PartitionManager partitions(&logs, NodeId(1));
+  Controller controller;
+  std::vector<NodeId> three{NodeId(1), NodeId(2), NodeId(3)};
+  std::vector<MetadataRecord> start;
+  for (int b = 1; b <= 4; ++b) {
+    start.push_back(RegisterBrokerRecord{NodeId(b), RandomUuid(), "127.0.0.1", 9092});
+    start.push_back(UnfenceBrokerRecord{NodeId(b)});
+  }
+  start.push_back(TopicRecord{"t", kTopic});
+  start.push_back(
+      PartitionRecord{PartitionId(0), kTopic, three, three, NodeId(1), LeaderEpoch(0), 0});
+  controller.image = std::make_shared<const MetadataImage>(*MetadataImage().Apply(start));
+
+  std::atomic<int64_t> contact{MonotonicMs()};
+  ReplicaManagerOptions o;
+  o.self = NodeId(1);
+  for (int i = 1; i <= 3; ++i) o.voters.push_back(Voter{NodeId(i), "127.0.0.1", FreePort()});
+  o.fetch.fetch_backoff_ms = 50;
+  o.replica_lag_time_max_ms = 60000;  // nobody is dropped for not fetching here
+  o.broker_session_timeout_ms = 60000;
+  o.partitions = &partitions;
+  o.image = [&] { return controller.Get(); };
+  o.propose = [&](const std::vector<MetadataRecord>& r) { return controller.Propose(r); };
+  o.last_controller_contact_ms = [&] { return contact.load(); };
+  ReplicaManager rm(o);
+  rm.Start();
+  std::shared_ptr<broker::Partition> p0;
+  REQUIRE(WaitUntil(
+      [&] {
+        auto a = partitions.Get("t", PartitionId(0));
+        if (!a.ok()) return false;
+        p0 = *a;
+        return p0->is_leader();
+      },
+      5000ms));
+
+  // The move to {4,2,3} starts: same leader, same leader epoch, one more replica.
+  auto img = controller.Get();
+  auto change = StartReassignment(*img, *img->FindTopic(kTopic), 0,
+                                  {NodeId(4), NodeId(2), NodeId(3)});
+  REQUIRE(change.ok());
+  controller.Apply({*change});
+  REQUIRE(WaitUntil(
+      [&] {
+        auto r = p0->replicas();
+        return std::find(r.begin(), r.end(), NodeId(4)) != r.end();
+      },
+      5000ms));
+  CHECK(p0->leader_epoch() == LeaderEpoch(0));
+  // Replica 4 fetches at the log end: the leader adds it, and the controller's rule then
+  // completes the move.
+  REQUIRE(WaitUntil(
+      [&] {
+        p0->RecordFollowerFetch(NodeId(4), Offset(0), Offset(0), MonotonicMs());
+        auto isr = controller.Isr(0);
+        return std::find(isr.begin(), isr.end(), NodeId(4)) != isr.end();
+      },
+      5000ms));
+  auto now = controller.Get();
+  auto done = CompleteReassignment(*now->FindTopic(kTopic), 0,
+                                   [](NodeId) { return true; });
+  REQUIRE(done.has_value());
+  controller.Apply({*done});
+  auto final_image = controller.Get();
+  const PartitionImage& after = final_image->FindTopic(kTopic)->partitions.at(0);
+  CHECK(after.replicas == std::vector<NodeId>{NodeId(4), NodeId(2), NodeId(3)});
+  CHECK(after.leader == NodeId(4));  // the old leader left with the move
+  rm.Stop();
   (void)RemoveAll(root);
 }

@@ -154,3 +154,19 @@ TEST_CASE("a follower asks about the latest epoch its log holds, not the one it 
   REQUIRE(shared->Close().ok());
   (void)RemoveAll(root);
 }
+
+TEST_CASE("a follower the controller dropped from the ISR may join again only once it fetches again") {
+  const int64_t now = 50000;
+  // Node 2 fetched 1 s ago; the leader saw it leave the ISR (a controlled shutdown) 0.5 s ago.
+  std::vector<Partition::FollowerState> fs{Follower(2, 100, now - 1000), Follower(3, 100, now - 10)};
+  std::map<int32_t, int64_t> left{{2, now - 500}};
+  auto c = IsrCandidates(fs, {2, 3}, left, now, 10000);
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].id == NodeId(3));
+  // A fetch after it left makes it a candidate again.
+  fs[0].last_fetch_ms = now - 100;
+  CHECK(IsrCandidates(fs, {2, 3}, left, now, 10000).size() == 2);
+  // Fenced brokers and followers silent past the lag never are.
+  CHECK(IsrCandidates(fs, {3}, left, now, 10000).size() == 1);
+  CHECK(IsrCandidates(fs, {2, 3}, {}, now + 20000, 10000).empty());
+}

@@ -13,10 +13,14 @@ A history is a list of events (dicts), in the order they were logged:
 
 `check(history)` returns a JSON-able summary; `verdict(summary)` is its one line. Anomalies:
 
-  lost           acked, and not in the final read at all
+  lost           acked, and not in the final read at all (an ack whose offset is unknown, null
+                 or below 0, counts here too: librdkafka's idempotent producer acknowledges a batch whose
+                 own answer was lost once a later batch of the same producer succeeds, and gives
+                 it no offset)
   duplicates     one value at two (partition, offset) positions, over every read
   inconsistent   two values at one (partition, offset) over the reads (final, polls, replicas),
                  or an ack whose position holds another value, or whose value sits elsewhere
+                 (only for acks that name an offset)
   non_monotonic  within one consumer session, a partition's polled offset not above the last
   skips          within one consumer session, a poll that jumps over offsets that the final read
                  holds (committed records the consumer never saw)
@@ -24,7 +28,7 @@ A history is a list of events (dicts), in the order they were logged:
   split_leaders  two leaders named for one partition and leader epoch, over every Metadata
                  sample of every node: {"type": "leader", "node", "partition", "leader", "epoch"}
 
-Counts: sent, acked, failed (the client reported an error: the write may or may not have
+Counts: sent, acked (acked_no_offset of them without an offset), failed (the client reported an error: the write may or may not have
 happened), unknown (neither ack nor error when the run ended), final (records in the final
 read), failed_present / unknown_present (of those, how many the final read holds anyway).
 """
@@ -96,6 +100,8 @@ def check(history):
         if v not in final_values:
             found["lost"].append({"value": v, "acked_at": pos})
             continue
+        if pos[1] is None or pos[1] < 0:
+            continue  # acked with no offset: present is all that can be asked
         held = final.get(pos)
         if held != v:
             found["inconsistent"].append({"value": v, "acked_at": pos, "held": held,
@@ -130,6 +136,7 @@ def check(history):
     summary = {
         "sent": len(sent),
         "acked": len(acks),
+        "acked_no_offset": sum(1 for p in acks.values() if p[1] is None or p[1] < 0),
         "failed": len(failed),
         "unknown": len(unknown),
         "final": len(final),

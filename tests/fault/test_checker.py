@@ -7,6 +7,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from checker import ANOMALIES, check, verdict  # noqa: E402
+from workload import replica_holders  # noqa: E402
 
 
 def send(v):
@@ -118,6 +119,25 @@ class CheckerTest(unittest.TestCase):
         h = [send("p0-0"), ack("p0-0", 0, 9), final(0, 0, "p0-0")]
         self.only(check(h), "inconsistent")
 
+    def test_an_ack_without_an_offset_needs_only_its_value_in_the_log(self):
+        # librdkafka's implicit ack: the batch's own answer was lost, a later batch succeeded,
+        # and the earlier one is acknowledged with offset -1001 (no offset known).
+        h = clean() + [send("p0-3"), ack("p0-3", 0, -1001), final(0, 3, "p0-3")]
+        s = check(h)
+        self.assertTrue(s["valid"], s)
+        self.assertEqual(s["acked_no_offset"], 1)
+
+    def test_an_ack_without_an_offset_missing_from_the_log_is_lost(self):
+        h = clean() + [send("p0-3"), ack("p0-3", 0, -1)]
+        self.only(check(h), "lost")
+
+    def test_an_ack_whose_offset_is_null_is_an_ack_without_an_offset(self):
+        # confluent-kafka's Message.offset() is None when librdkafka knows no offset.
+        h = clean() + [send("p0-3"), ack("p0-3", 0, None), final(0, 3, "p0-3")]
+        s = check(h)
+        self.assertTrue(s["valid"], s)
+        self.assertEqual(s["acked_no_offset"], 1)
+
     def test_a_consumer_going_backwards_within_a_session_is_non_monotonic(self):
         h = clean() + [poll("c0", 1, 0, 1, "p0-1")]
         self.only(check(h), "non_monotonic")
@@ -154,6 +174,30 @@ class CheckerTest(unittest.TestCase):
         h = clean() + [leader(1, 0, 1, 4), leader(2, 0, -1, 5), leader(3, 0, 2, 6),
                        leader(1, 0, 1, 4)]
         self.assertTrue(check(h)["valid"])
+
+
+class ReplicaHoldersTest(unittest.TestCase):
+    """Only the nodes a partition is assigned to at the end are read as its replicas."""
+
+    def test_a_node_a_reassignment_dropped_is_not_read(self):
+        # fault-0 moved from [3, 1, 2] to [4, 1, 2]: node 3 still has the old leader's
+        # uncommitted tail on disk, node 4 (a broker-only node) has the partition now.
+        assignment = {0: {"replicas": [4, 1, 2]}, 1: {"replicas": [1, 2, 3]}}
+        self.assertEqual(replica_holders(assignment, 0, [1, 2, 3, 4]), [1, 2, 4])
+        self.assertEqual(replica_holders(assignment, 1, [1, 2, 3, 4]), [1, 2, 3])
+
+    def test_without_metadata_every_node_is_read(self):
+        self.assertEqual(replica_holders({}, 0, [1, 2, 3]), [1, 2, 3])
+        self.assertEqual(replica_holders(None, 5, [1, 2]), [1, 2])
+
+    def test_the_stale_tail_of_a_dropped_replica_would_be_reported(self):
+        # What judging node 3 there did: its never-committed p0-198 at 65 reads as a duplicate
+        # of the committed p0-198 at 86, and as a second value at offset 65.
+        h = [send("p0-198"), send("p1-199"), ack("p1-199", 0, 65), ack("p0-198", 0, 86),
+             final(0, 65, "p1-199"), final(0, 86, "p0-198")]
+        stale = [replica(3, 0, 65, "p0-198"), replica(3, 0, 67, "p1-199")]
+        self.assertTrue(check(h)["valid"])
+        self.assertFalse(check(h + stale)["valid"])
 
 
 if __name__ == "__main__":

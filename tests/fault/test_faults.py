@@ -27,15 +27,17 @@ Exit status: 0 when every asserted criterion of every case holds, 1 otherwise, 7
 clients are missing.
 """
 import argparse
+import glob
 import json
 import os
 import random
+import shutil
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from checker import check, verdict  # noqa: E402
-from cluster import Cluster, wait_until  # noqa: E402
+from cluster import Cluster, Node, wait_until  # noqa: E402
 import workload  # noqa: E402
 
 TOPIC = "fault"
@@ -70,8 +72,9 @@ class Ctx:
         time.sleep(s)
 
     def fault_time(self):
-        """How long a cut or a pause lasts: past the session timeout (3 s by default, 2 s in
-        the short runs), so that the controller fences the node."""
+        """How long a cut or a pause lasts: past the session timeout (1.5 s by default, 2 s in
+        the short runs) with room to spare, so that the controller fences the node and its
+        partitions move before the fault ends."""
         return self.rng.uniform(3.5, 5) if self.long else self.rng.uniform(2.6, 3.2)
 
     def settle(self, s):
@@ -89,7 +92,7 @@ def wait_back(c, seconds=30):
     """Waits until every node is registered and every partition has a leader."""
     def ok():
         md = c.metadata([TOPIC])
-        if md is None or len(md["brokers"]) != len(c.ids):
+        if md is None or len(md["brokers"]) != len(c.nodes):
             return False
         parts = md["topics"].get(TOPIC, {}).get("partitions", {})
         return len(parts) == len(PARTITIONS) and all(p["leader"] >= 1 for p in parts.values())
@@ -206,6 +209,63 @@ def slow_links(ctx):
         ctx.settle(ctx.rng.uniform(2, 3))
 
 
+class BrokerOnlyNode(Node):
+    """A node started with the voters' --peers (through the proxy) but not in them: a broker
+    only, with its own --peer-listen address (which the others reach directly, from its
+    registration)."""
+
+    def peers(self):
+        c = self.cluster
+        return ",".join("%d@127.0.0.1:%d" % (j, c.link_ports["p%d-%d" % (self.id, j)])
+                        for j in c.ids)
+
+    def args(self):
+        return super().args() + ["--peer-listen", "127.0.0.1:%d" % self.peer_port]
+
+
+def add_broker_only(c, node_id):
+    n = BrokerOnlyNode(c, node_id)
+    for j in c.ids:
+        name = "p%d-%d" % (node_id, j)
+        c.link_ports[name] = c.proxy.add(name, c.nodes[j].peer_port)
+    name = "c%d" % node_id
+    c.link_ports[name] = c.proxy.add(name, n.client_port)
+    n.proxy_port = c.link_ports[name]
+    c.nodes[node_id] = n
+    n.start()
+    return n
+
+
+def add_node_reassign(ctx):
+    """A fourth node joins as a broker only, and one partition moves onto it, dropping its
+    preferred leader (so leadership moves too), while the workload produces."""
+    c = ctx.c
+    ctx.note("start node 4, a broker only")
+    add_broker_only(c, 4)
+    c.wait_for_brokers(4, seconds=30)
+    parts = c.partitions(TOPIC) or {}
+    p = ctx.rng.choice(sorted(parts)) if parts else 0
+    old = parts[p]["replicas"]
+    target = [4] + old[1:]
+    plan = os.path.join(c.work, "plan.json")
+    with open(plan, "w") as f:
+        json.dump({"version": 1, "partitions": [
+            {"topic": TOPIC, "partition": p, "replicas": target}]}, f)
+    ctx.note("reassign %s-%d from %s to %s" % (TOPIC, p, old, target))
+    c.run_silt("topic", "reassign", "-b", c.bootstrap(), "--plan", plan, "--execute",
+               "--throttle", "2000000")
+
+    def done():
+        r = c.run_silt("topic", "reassign", "-b", c.bootstrap(), "--plan", plan, "--verify",
+                       check=False)
+        return r.returncode == 0
+    if not wait_until(done, 60, step=0.5):
+        raise RuntimeError("the reassignment of %s-%d did not complete within 60 s" % (TOPIC, p))
+    ctx.note("reassignment of %s-%d complete" % (TOPIC, p))
+    while ctx.more():
+        ctx.sleep(0.5)
+
+
 # name -> (nemesis, criteria that need replication, what the case shows)
 CASES = {
     "kill_leader": (kill_leader, ["replicas"],
@@ -221,6 +281,9 @@ CASES = {
     "kill_all": (kill_all, ["replicas"], "kill -9 of all three nodes, restart"),
     "rolling_restart": (rolling_restart, ["replicas"], "SIGTERM and restart, node by node"),
     "slow_links": (slow_links, ["replicas"], "every link delayed and throttled"),
+    "add_node_reassign": (add_node_reassign, ["replicas"],
+                          "a fourth, broker-only node joins and a partition is reassigned onto "
+                          "it, dropping an old replica"),
 }
 
 
@@ -236,7 +299,10 @@ def run_case(name, long_mode, results, seed):
     history = workload.History(hist_path)
     out = {"case": name, "what": what, "long": long_mode, "seed": seed,
            "needs_replication": needs_replication}
-    with Cluster(3, sets=sets) as c:
+    # The cluster's directory (each node's log) is kept until the case is judged: a failed case
+    # leaves the node logs next to its results.
+    with Cluster(3, sets=sets, keep=bool(results) or None) as c:
+        work = c.work
         c.wait_for_controller()
         c.wait_for_brokers(3)
         c.create_topic(TOPIC, len(PARTITIONS), 3, configs=["min.insync.replicas=2"])
@@ -300,6 +366,14 @@ def run_case(name, long_mode, results, seed):
     if results:
         with open(os.path.join(results, name + ".json"), "w") as f:
             json.dump(out, f, indent=1, default=str)
+        for f in glob.glob(os.path.join(results, name + ".node*.log")):
+            os.remove(f)  # never read a stale run's logs
+        if not out["passed"]:
+            for f in glob.glob(os.path.join(work, "*.log")):
+                base = os.path.basename(f)
+                shutil.copy(f, os.path.join(results, name + "." + base))
+        if os.environ.get("SILT_FAULT_KEEP") != "1":
+            shutil.rmtree(work, ignore_errors=True)
     log(out["verdict"])
     log("case %s: %s; resume %s s; isr max %d; %s" % (
         name, "ok" if out["passed"] else "FAILED", out["resume_s"], out["isr_max"],
@@ -358,15 +432,16 @@ def main():
             log("case %s: ERROR %s: %s" % (name, type(e).__name__, e))
             outs.append({"case": name, "passed": False, "error": str(e), "criteria": {}})
     print()
-    print("%-22s %-6s %6s %6s %6s %6s %5s %5s %5s %7s  %s" % (
-        "case", "result", "sent", "acked", "failed", "unknwn", "lost", "dup", "inc", "resume",
-        "criteria"))
+    print("%-22s %-6s %6s %6s %6s %6s %6s %5s %5s %5s %6s %5s %7s  %s" % (
+        "case", "result", "sent", "acked", "failed", "unknwn", "final", "lost", "dup", "inc",
+        "nonmon", "skips", "resume", "criteria"))
     for o in outs:
         s = o.get("summary", {})
-        print("%-22s %-6s %6s %6s %6s %6s %5s %5s %5s %7s  %s" % (
+        print("%-22s %-6s %6s %6s %6s %6s %6s %5s %5s %5s %6s %5s %7s  %s" % (
             o["case"], "ok" if o["passed"] else "FAIL", s.get("sent", "-"), s.get("acked", "-"),
-            s.get("failed", "-"), s.get("unknown", "-"), s.get("lost", "-"),
-            s.get("duplicates", "-"), s.get("inconsistent", "-"), o.get("resume_s", "-"),
+            s.get("failed", "-"), s.get("unknown", "-"), s.get("final", "-"), s.get("lost", "-"),
+            s.get("duplicates", "-"), s.get("inconsistent", "-"), s.get("non_monotonic", "-"),
+            s.get("skips", "-"), o.get("resume_s", "-"),
             " ".join("%s=%s" % kv for kv in o.get("criteria", {}).items()) or o.get("error")))
     failed = [o["case"] for o in outs if not o["passed"]]
     if failed:

@@ -8,6 +8,7 @@ per consumer instance. The sampler asks every live node for Metadata (leader, le
 twice a second. The final read goes through every partition from the beginning to its high
 watermark. Every loop is bounded by time.
 """
+import os
 import json
 import threading
 import time
@@ -77,6 +78,11 @@ class ProducerWorker(threading.Thread):
             "log_level": 2,
         }
         self.conf.update(extra or {})
+        # SILT_FAULT_CLIENT_DEBUG=eos (or any librdkafka debug context list): the producers'
+        # librdkafka debug log on stderr, to see why a producer bumped its epoch or retried.
+        if os.environ.get("SILT_FAULT_CLIENT_DEBUG"):
+            self.conf["debug"] = os.environ["SILT_FAULT_CLIENT_DEBUG"]
+            self.conf["log_level"] = 7
         self.seq = 0
         self.fatal = []
 
@@ -89,6 +95,17 @@ class ProducerWorker(threading.Thread):
         else:
             self.history.add(type="ack", value=v, partition=msg.partition(), offset=msg.offset())
 
+    def _poll(self, p, timeout):
+        """p.poll(timeout); a fatal error raised from it (librdkafka's fatal idempotence errors
+        surface there) is noted, so that the loop starts a new producer instead of dying."""
+        try:
+            p.poll(timeout)
+        except confluent_kafka.KafkaException as e:
+            err = e.args[0]
+            self.history.add(type="info", what="producer %d: %s" % (self.index, err.str()))
+            if err.fatal():
+                self.fatal.append(err.name())
+
     def run(self):
         p = Producer(self.conf)
         interval = 1.0 / self.rate
@@ -97,7 +114,10 @@ class ProducerWorker(threading.Thread):
             if self.fatal:
                 # An idempotent producer that hit a fatal error cannot go on: start another
                 # (its sequence numbers start again under a new producer id).
-                p.flush(2)
+                try:
+                    p.flush(2)
+                except confluent_kafka.KafkaException:
+                    pass  # the old producer's own fatal error again: it is dropped anyway
                 p = Producer(self.conf)
                 self.fatal.clear()
                 self.history.add(type="info", what="producer %d restarted after a fatal error"
@@ -110,7 +130,7 @@ class ProducerWorker(threading.Thread):
                     p.produce(self.topic, value=v.encode(), on_delivery=self._delivered)
                     break
                 except BufferError:
-                    p.poll(0.05)
+                    self._poll(p, 0.05)
                     if self.stop_event.is_set():
                         self.history.add(type="fail", value=v, error="not queued")
                         break
@@ -122,7 +142,7 @@ class ProducerWorker(threading.Thread):
                     if err.fatal():
                         self.fatal.append(err.name())
                     break
-            p.poll(0)
+            self._poll(p, 0)
             next_at += interval
             if next_at < time.time():
                 next_at = time.time()
@@ -131,10 +151,13 @@ class ProducerWorker(threading.Thread):
                 delay = next_at - time.time()
                 if delay <= 0:
                     break
-                p.poll(delay)
+                self._poll(p, delay)
         # Whatever is still in flight gets up to the message timeout to settle; what does not is
         # "unknown" to the checker.
-        p.flush(self.conf["message.timeout.ms"] / 1000.0 + 2)
+        try:
+            p.flush(self.conf["message.timeout.ms"] / 1000.0 + 2)
+        except confluent_kafka.KafkaException as e:
+            self.history.add(type="info", what="producer %d: %s" % (self.index, e.args[0].str()))
 
 
 class ConsumerWorker(threading.Thread):
@@ -283,10 +306,27 @@ def final_read(bootstrap, topic, partitions, history, seconds=30):
     return hws, incomplete
 
 
+def replica_holders(assignment, partition, nodes):
+    """The nodes whose data dir counts as a replica of `partition`: those the final Metadata
+    assigns it to (`assignment`: {partition: {"replicas": [...]}}, as Cluster.partitions gives
+    it), or every node when Metadata did not say. A node a reassignment dropped keeps the
+    partition's files as they were when it stopped being a replica (an old leader's tail that
+    was never committed included): they are no replica any more, and judging them would report
+    that tail as duplicates and inconsistent offsets of the partition."""
+    replicas = (assignment or {}).get(partition, {}).get("replicas")
+    return [n for n in nodes if n in replicas] if replicas else list(nodes)
+
+
 def replica_reads(cluster, topic, partitions, history, high_watermarks):
-    """Logs every record below the high watermark that each node's data dir holds ("replica")."""
-    for n in cluster.ids:
-        for p, v in cluster.read_replica(n, topic, partitions).items():
+    """Logs every record below the high watermark that each replica's data dir holds
+    ("replica"), for the nodes the partition is assigned to at the end (replica_holders)."""
+    assignment = cluster.partitions(topic) or {}
+    nodes = sorted(cluster.nodes)  # a broker-only node added by a case too
+    for n in nodes:
+        mine = [p for p in partitions if n in replica_holders(assignment, p, nodes)]
+        if not mine:
+            continue
+        for p, v in cluster.read_replica(n, topic, mine).items():
             hw = high_watermarks.get(p)
             for off, val in v["records"]:
                 if hw is None or off < hw:
