@@ -1,20 +1,23 @@
 // AlterConfigs (the legacy full replace) and IncrementalAlterConfigs (SET, DELETE, APPEND,
-// SUBTRACT) for topics; broker configs cannot change at run time and are refused.
+// SUBTRACT) for topics, and for BROKER resources the dynamic keys of dynamic_config.h (others
+// are refused as Kafka refuses its read-only keys).
 //
 // Checks follow Kafka's broker (ConfigAdminManager, ControllerConfigurationValidator), resource
 // by resource, one resource's error never affecting another's:
 //   INVALID_REQUEST  a resource named twice, a config key named twice, a null value (other than
 //                    for DELETE), an unknown operation, an empty topic name, a resource type
-//                    other than TOPIC (2) and BROKER (4), another broker's id, and any change
-//                    to a BROKER resource (silt reads broker configs at start-up only)
+//                    other than TOPIC (2) and BROKER (4), another broker's id, and a BROKER
+//                    key that is not dynamic ("Cannot update these configs dynamically")
 //   INVALID_CONFIG   an unknown topic config, APPEND/SUBTRACT on a key that is not a list, a
-//                    value the topic config rules refuse (the message names the key)
+//                    value the topic or broker config rules refuse (the message names the key)
 //   UNKNOWN_TOPIC_OR_PARTITION  no such topic
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <utility>
 
+#include "broker/dynamic_config.h"
 #include "broker/handlers.h"
 #include "broker/logging.h"
 #include "protocol/messages.h"
@@ -62,19 +65,40 @@ bool RepeatedKeys(const std::vector<Config>& configs) {
   return false;
 }
 
-// A BROKER resource: the name is empty (cluster-wide default) or this node's id. No broker
-// config is dynamic in silt, so any key is refused the way Kafka refuses its static ones.
-Outcome AlterBroker(BrokerContext& ctx, const std::string& name, const std::vector<std::string>& keys) {
+// A BROKER resource: the name is empty (cluster-wide default) or this node's id. The keys
+// DynamicBrokerConfig takes are changed (the whole scope's set through `edit`); any other key
+// is refused the way Kafka refuses its read-only ones. In cluster mode the change goes to the
+// controller through the metadata log (dynamic_config.h), so the cluster default reaches every
+// node; a change of one node's configs is sent to that node, as Kafka's clients do.
+Outcome AlterBroker(BrokerContext& ctx, const std::string& name,
+                    const std::vector<std::string>& keys, bool validate_only,
+                    const std::function<Status(DynamicBrokerConfig::Configs*)>& edit) {
   std::string self = std::to_string(ctx.node.node_id.value());
   if (!name.empty() && name != self) {
     return Fail(ErrorCode::INVALID_REQUEST,
                 "Unexpected broker id, expected " + self + ", but received " + name);
   }
-  if (keys.empty()) return {};
-  return Fail(ErrorCode::INVALID_REQUEST,
-              "Cannot update these configs dynamically: " + JoinNames(keys) +
-                  " (silt reads broker configs at start-up only: change server.properties or "
-                  "--set and restart)");
+  std::vector<std::string> fixed;
+  for (const std::string& k : keys) {
+    if (!DynamicBrokerConfig::IsDynamicKey(k)) fixed.push_back(k);
+  }
+  if (!fixed.empty()) {
+    return Fail(ErrorCode::INVALID_REQUEST,
+                "Cannot update these configs dynamically: " + JoinNames(fixed) +
+                    " (change server.properties or --set and restart)");
+  }
+  if (ctx.dynamic_config == nullptr) {
+    // A broker set up without a place to keep them (tests' bare cluster modes).
+    if (keys.empty()) return {};
+    return Fail(ErrorCode::INVALID_REQUEST,
+                "Cannot update these configs dynamically: " + JoinNames(keys));
+  }
+  const bool cluster_default = name.empty();
+  Status s = ctx.dynamic_config->Edit(cluster_default, edit, validate_only, &ctx.metadata);
+  if (s.ok()) return {};
+  if (s.code() == Status::Code::kInvalidArgument) return Fail(ErrorCode::INVALID_CONFIG, s.message());
+  LogError("altering the dynamic broker configs: " + s.ToString());
+  return Fail(protocol::ErrorCodeFromStatus(s), s.message());
 }
 
 // Checks on a TOPIC resource that need no topic state; nullopt when it may go on.
@@ -169,7 +193,13 @@ Status HandleAlterConfigs(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
                          });
       }
     } else if (res.resource_type == protocol::kConfigResourceBroker) {
-      out = AlterBroker(ctx, res.resource_name, keys);
+      // The legacy API replaces the scope's whole set, as for topics.
+      out = AlterBroker(ctx, res.resource_name, keys, request.validate_only,
+                        [&res](DynamicBrokerConfig::Configs* configs) {
+                          configs->clear();
+                          for (const auto& c : res.configs) (*configs)[c.name] = *c.value;
+                          return Status::OK();
+                        });
     } else {
       out = Fail(ErrorCode::INVALID_REQUEST,
                  "Unknown resource type " + std::to_string(res.resource_type));
@@ -245,7 +275,36 @@ Status HandleIncrementalAlterConfigs(BrokerContext& ctx, std::shared_ptr<Request
                          });
       }
     } else if (res.resource_type == protocol::kConfigResourceBroker) {
-      out = AlterBroker(ctx, res.resource_name, keys);
+      const BrokerConfig effective =
+          ctx.dynamic_config ? ctx.dynamic_config->Effective() : ctx.config;
+      out = AlterBroker(
+          ctx, res.resource_name, keys, request.validate_only,
+          [&res, &effective](DynamicBrokerConfig::Configs* configs) {
+            for (const auto& c : res.configs) {
+              switch (c.config_operation) {
+                case IncrementalOp::kSet:
+                  (*configs)[c.name] = *c.value;
+                  break;
+                case IncrementalOp::kDelete:
+                  configs->erase(c.name);
+                  break;
+                default: {
+                  if (c.name != "log.cleanup.policy") {
+                    return Status::InvalidArgument(
+                        std::string(c.config_operation == IncrementalOp::kAppend ? "append"
+                                                                                 : "subtract") +
+                        " is not allowed for config key: " + c.name);
+                  }
+                  auto it = configs->find(c.name);
+                  std::string current = it != configs->end()
+                                            ? it->second
+                                            : effective.log_defaults.cleanup_policy;
+                  (*configs)[c.name] = ApplyListOp(c.config_operation, current, *c.value);
+                }
+              }
+            }
+            return Status::OK();
+          });
     } else {
       out = Fail(ErrorCode::INVALID_REQUEST,
                  "Unknown resource type " + std::to_string(res.resource_type));

@@ -210,8 +210,33 @@ Status HandleLeaveGroup(BrokerContext& ctx, std::shared_ptr<Request> req, Respon
 Status HandleOffsetCommit(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::OffsetCommitRequest request;
   SILT_TRY(DecodeBody(*req, &request));
+  // As Kafka 3.x: a partition of a topic that does not exist, or past the topic's partition
+  // count, is answered UNKNOWN_TOPIC_OR_PARTITION and not committed; the others are.
+  protocol::OffsetCommitResponse unknown;
+  protocol::OffsetCommitRequest known = request;
+  known.topics.clear();
+  for (const auto& t : request.topics) {
+    auto meta = ctx.metadata.GetTopic(t.name);
+    protocol::OffsetCommitRequest::Topic kt = t;
+    kt.partitions.clear();
+    protocol::OffsetCommitResponse::Topic ut;
+    ut.name = t.name;
+    for (const auto& p : t.partitions) {
+      if (meta.ok() && p.partition_index >= 0 && p.partition_index < meta->partition_count) {
+        kt.partitions.push_back(p);
+      } else {
+        ut.partitions.push_back({p.partition_index, Wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)});
+      }
+    }
+    if (!kt.partitions.empty()) known.topics.push_back(std::move(kt));
+    if (!ut.partitions.empty()) unknown.topics.push_back(std::move(ut));
+  }
   AppendedAt at;
-  protocol::OffsetCommitResponse resp = ctx.groups.CommitOffsets(request, req->api_version, &at);
+  protocol::OffsetCommitResponse resp;
+  if (!known.topics.empty() || unknown.topics.empty()) {
+    resp = ctx.groups.CommitOffsets(known, req->api_version, &at);
+  }
+  for (auto& t : unknown.topics) resp.topics.push_back(std::move(t));
   std::shared_ptr<Partition> partition;
   if (at.partition >= 0 && at.last_offset >= 0) {
     auto p = ctx.partitions.Get(std::string(protocol::kConsumerOffsetsTopic),

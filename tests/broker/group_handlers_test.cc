@@ -80,6 +80,7 @@ TEST_CASE("FindCoordinator v4 answers each of a batch of keys; v3 is the flexibl
 TEST_CASE("an offset commit is answered once its __consumer_offsets batch is committed") {
   TestBroker b(GroupConfig());
   Client c(b.port);
+  testing::CreateTopic(c, "t");
   auto commit = [](int64_t offset) {
     protocol::OffsetCommitRequest r;
     r.group_id = "hw-group";
@@ -116,6 +117,7 @@ TEST_CASE("an offset commit is answered once its __consumer_offsets batch is com
 TEST_CASE("a v0 group member joins, syncs, commits, and its offsets survive a restart") {
   TestBroker b(GroupConfig());
   Client c(b.port);
+  testing::CreateTopic(c, "t", 2);
   protocol::JoinGroupRequest join;
   join.group_id = "old-client";
   join.session_timeout_ms = 10000;
