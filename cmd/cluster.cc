@@ -1,6 +1,7 @@
 // `silt cluster`: the cluster at a glance, like `kcat -L` and `rpk cluster info`: brokers, the
 // controller, fenced brokers, the metadata quorum (Raft term, commit index, each voter's log
-// end) and every partition's leader, leader epoch, replicas, ISR and offline replicas. Over the
+// end) and every partition's leader, leader epoch, replicas, ISR, offline replicas and status
+// (ok, under-replicated: ISR smaller than the replicas, offline: no leader). Over the
 // network with standard Kafka requests (Metadata, DescribeQuorum), so it works against Apache
 // Kafka as well; on a data directory (-d) the single-node view of its topics.
 #include "client/cluster.h"
@@ -50,6 +51,18 @@ std::string Ints(const std::vector<int32_t>& v) {
 std::string NodeOrDash(int32_t id) { return id < 0 ? "-" : std::to_string(id); }
 
 Json NodeOrNull(int32_t id) { return id < 0 ? Json(nullptr) : Json(id); }
+
+// A partition without a leader is offline; one whose ISR is smaller than its replica set is
+// under-replicated (a data directory, which knows no replicas, is neither).
+bool Known(const client::PartitionInfo& p) { return !p.replicas.empty(); }
+bool Offline(const client::PartitionInfo& p) { return Known(p) && p.leader < 0; }
+bool UnderReplicated(const client::PartitionInfo& p) { return p.isr.size() < p.replicas.size(); }
+std::string PartitionStatus(const client::PartitionInfo& p) {
+  if (!Known(p)) return "-";
+  if (Offline(p)) return "offline";
+  if (UnderReplicated(p)) return "under-replicated";
+  return "ok";
+}
 
 bool Wanted(const client::TopicInfo& t, const ClusterArgs& a) {
   return !t.internal || a.internal || !a.topics.empty();
@@ -138,7 +151,9 @@ std::string RenderJson(const View& v, const ClusterArgs& a) {
                        {"replicas", p.replicas},
                        {"isr", p.isr},
                        {"offline_replicas", p.offline_replicas},
-                       {"error_code", p.error_code}});
+                       {"error_code", p.error_code},
+                       {"under_replicated", Known(p) ? Json(UnderReplicated(p)) : Json(nullptr)},
+                       {"offline", Known(p) ? Json(Offline(p)) : Json(nullptr)}});
     topics.push_back({{"topic", t.name},
                       {"topic_id", t.topic_id ? Json(*t.topic_id) : Json(nullptr)},
                       {"internal", t.internal},
@@ -203,8 +218,8 @@ std::string RenderText(const View& v, const ClusterArgs& a, bool human) {
     }
   }
   client::Table p(human ? std::vector<std::string>{"TOPIC", "PARTITION", "LEADER", "EPOCH",
-                                                   "REPLICAS", "ISR", "OFFLINE"}
-                        : std::vector<std::string>{"", "", "", "", "", "", "", ""});
+                                                   "REPLICAS", "ISR", "OFFLINE", "STATUS"}
+                        : std::vector<std::string>{"", "", "", "", "", "", "", "", ""});
   for (const auto& t : v.cluster.topics) {
     if (!Wanted(t, a)) continue;
     for (const auto& x : t.partitions) {
@@ -214,7 +229,8 @@ std::string RenderText(const View& v, const ClusterArgs& a, bool human) {
                                       x.leader_epoch < 0 ? "-" : Num(x.leader_epoch),
                                       Ints(x.replicas),
                                       Ints(x.isr),
-                                      Ints(x.offline_replicas)};
+                                      Ints(x.offline_replicas),
+                                      PartitionStatus(x)};
       if (!human) row.insert(row.begin(), "partition");
       p.AddRow(row);
     }

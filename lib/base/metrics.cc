@@ -153,22 +153,23 @@ Histogram& Registry::GetHistogram(const std::string& name, const std::string& he
 }
 
 int Registry::AddCollector(Collector c) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(collect_mu_);
   int id = next_collector_++;
   collectors_.emplace(id, std::move(c));
   return id;
 }
 
 void Registry::RemoveCollector(int id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(collect_mu_);
   collectors_.erase(id);
 }
 
 std::string Registry::Render() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> collecting(collect_mu_);
   // Collected samples, grouped by name so each family gets one HELP/TYPE.
   std::vector<Sample> samples;
   for (const auto& [id, c] : collectors_) c(&samples);
+  std::lock_guard<std::mutex> lock(mu_);
   std::map<std::string, std::vector<const Sample*>> collected;
   for (const Sample& s : samples) collected[s.name].push_back(&s);
 

@@ -94,9 +94,11 @@ class Registry {
   Histogram& GetHistogram(const std::string& name, const std::string& help,
                           const std::vector<double>& bounds, const Labels& labels = {});
 
-  // Adds a collector run by every Render; returns an id for RemoveCollector. A collector must
-  // not call back into the registry.
+  // Adds a collector run by every Render; returns an id for RemoveCollector. Collectors run
+  // without the registry's series lock (a slow one never holds up a GetCounter), one scrape
+  // at a time; a collector may register series but must not add or remove collectors.
   int AddCollector(Collector c);
+  // Once it returns, the collector is not running and never runs again.
   void RemoveCollector(int id);
 
   // Every series, families sorted by name, in the text format 0.0.4 (HELP, TYPE, samples).
@@ -113,6 +115,8 @@ class Registry {
   };
   Family& FamilyFor(const std::string& name, const std::string& help, Kind kind);
 
+  // collect_mu_ (collectors, and the one scrape running them) is taken before mu_ (series).
+  mutable std::mutex collect_mu_;
   mutable std::mutex mu_;
   std::map<std::string, Family> families_;
   std::deque<Counter> counter_store_;

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,4 +96,27 @@ TEST_CASE("increments from many threads are all counted") {
   CHECK(c.value() == 40000);
   CHECK(h.count() == 40000);
   CHECK(h.sum() == doctest::Approx(40.0));
+}
+
+TEST_CASE("a running collector holds no lock that registering a series needs") {
+  Registry r;
+  bool registered_meanwhile = false;
+  std::atomic<bool> done{false};
+  std::thread t;
+  r.AddCollector([&](std::vector<Sample>* out) {
+    // Another thread (an io thread meeting its first error code) registers a series while a
+    // slow scrape is collecting: it must not wait for the scrape.
+    t = std::thread([&] {
+      r.GetCounter("silt_test_late_total", "registered during a scrape").Inc();
+      done = true;
+    });
+    for (int i = 0; i < 200 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    registered_meanwhile = done;
+    out->push_back({"silt_test_collected", "collected", false, {}, 1});
+  });
+  std::string text = r.Render();
+  t.join();
+  CHECK(registered_meanwhile);
+  CHECK(Has(text, "silt_test_collected 1"));
+  CHECK(r.GetCounter("silt_test_late_total", "").value() == 1);
 }

@@ -1,9 +1,18 @@
 // /metrics on an in-process broker: scraped over HTTP before and after a produce, the request,
-// byte, record, connection and partition series move; anything but GET /metrics is 404.
+// byte, record, connection and partition series move; anything but GET /metrics is 404. Error
+// codes are counted from every API's responses; partitions, groups, delayed operations, storage
+// flushes and rolls, and a leader's view of its followers show up as series. The registry is
+// the process's, shared by every broker of the test binary, so counters are compared before
+// and after.
 #include <httplib.h>
 
+#include <chrono>
 #include <regex>
+#include <thread>
 
+#include "broker/local_metadata_store.h"
+#include "broker/partition.h"
+#include "broker/partition_manager.h"
 #include "broker_test_util.h"
 
 using namespace silt;
@@ -17,6 +26,131 @@ double Sample(const std::string& text, const std::string& series) {
   size_t at = text.find("\n" + series + " ");
   if (at == std::string::npos) return -1;
   return std::stod(text.substr(at + series.size() + 2));
+}
+
+// The same, with a series not yet rendered counting as 0 (a counter before its first event).
+double Count(const std::string& text, const std::string& series) {
+  return std::max(0.0, Sample(text, series));
+}
+
+std::string Scrape(int port) {
+  httplib::Client http("127.0.0.1", port);
+  auto r = http.Get("/metrics");
+  REQUIRE_MESSAGE(r, httplib::to_string(r.error()));
+  REQUIRE(r->status == 200);
+  return r->body;
+}
+
+std::string Errors(const std::string& api, const std::string& error) {
+  return "silt_request_errors_total{api=\"" + api + "\",error=\"" + error + "\"}";
+}
+
+std::string PartitionSeries(const std::string& name, const std::string& topic, int p = 0) {
+  return name + "{partition=\"" + std::to_string(p) + "\",topic=\"" + topic + "\"}";
+}
+
+void CreateTopicWithConfigs(Client& c, const std::string& topic,
+                            const std::vector<std::pair<std::string, std::string>>& configs) {
+  protocol::CreateTopicsRequest req;
+  protocol::CreateTopicsRequest::Topic t;
+  t.name = topic;
+  t.num_partitions = 1;
+  t.replication_factor = 1;
+  for (const auto& [k, v] : configs) {
+    protocol::CreateTopicsRequest::Config cfg;
+    cfg.name = k;
+    cfg.value = v;
+    t.configs.push_back(cfg);
+  }
+  req.topics.push_back(t);
+  protocol::CreateTopicsResponse resp;
+  c.Call(req, 4, &resp);
+  REQUIRE(resp.topics.size() == 1);
+  REQUIRE(resp.topics[0].error_code == 0);
+}
+
+BrokerConfig WithMetrics(BrokerConfig c = {}) {
+  c.metrics_host = "127.0.0.1";
+  c.metrics_port = 0;
+  return c;
+}
+
+// Cluster mode reduced to the data dir's own metadata and logs, so that a test can give a
+// partition followers by hand and fetch as one of them on a peer connection.
+class HandCluster : public ClusterMode {
+ public:
+  explicit HandCluster(BrokerServices* out) : out_(out) {}
+  Status Start(LocalMetadataStore* local, const NodeIdentity*) override {
+    local_ = local;
+    return Status::OK();
+  }
+  MetadataStore& metadata() override { return *local_; }
+  LogProvider& logs() override { return *local_; }
+  void Serving(const BrokerServices& services) override { *out_ = services; }
+  void Stop() override {}
+
+ private:
+  BrokerServices* out_;
+  LocalMetadataStore* local_ = nullptr;
+};
+
+struct HandClusterBroker {
+  HandClusterBroker() {
+    SetLogLevel(LogLevel::kError);
+    data_dir = TempDir();
+    config = WithMetrics();
+    config.listen_host = "127.0.0.1";
+    config.listen_port = 0;
+    config.data_dir = data_dir;
+    config.node_id = 1;
+    auto s = Server::Start(config, std::make_unique<HandCluster>(&services));
+    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+    server = std::move(s).value();
+    port = server->port();
+  }
+  ~HandClusterBroker() {
+    server.reset();
+    (void)RemoveAll(data_dir);
+  }
+  std::shared_ptr<Partition> Get(const std::string& topic) {
+    auto r = services.partitions->Get(topic, PartitionId(0));
+    REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+    return *r;
+  }
+  // A connection the broker serves as node `peer`'s peer connection.
+  std::unique_ptr<Client> Peer(NodeId peer) {
+    int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(lfd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(lfd, 1) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    auto c = std::make_unique<Client>(ntohs(a.sin_port));
+    int fd = ::accept(lfd, nullptr, nullptr);
+    ::close(lfd);
+    REQUIRE(fd >= 0);
+    services.adopt_peer_connection(fd, peer);
+    return c;
+  }
+  BrokerConfig config;
+  std::string data_dir;
+  BrokerServices services;
+  std::unique_ptr<Server> server;
+  int port = 0;
+};
+
+// Polls `cond` on fresh scrapes for up to 5 s; the last scrape stays in *text.
+template <typename Cond>
+bool ScrapeUntil(int port, std::string* text, Cond cond) {
+  for (int i = 0; i < 100; ++i) {
+    *text = Scrape(port);
+    if (cond(*text)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 }  // namespace
@@ -84,4 +218,191 @@ TEST_CASE("metrics move after a produce and are served only at GET /metrics") {
   auto post = http.Post("/metrics", "x", "text/plain");
   REQUIRE(post);
   CHECK(post->status == 404);
+}
+
+TEST_CASE("error codes are counted from every API's responses, top level and per partition") {
+  BrokerConfig c = WithMetrics();
+  c.auto_create_topics = false;
+  TestBroker b(c);
+  const int port = b.server->metrics_port();
+  Client k(b.port);
+  CreateTopic(k, "errs");
+  const std::string t0 = Scrape(port);
+
+  // Metadata: one error per unknown topic of the answer.
+  protocol::MetadataRequest md;
+  md.topics = std::vector<protocol::MetadataRequest::Topic>{};
+  md.topics->push_back({});
+  md.topics->back().name = "missing-a";
+  md.topics->push_back({});
+  md.topics->back().name = "missing-b";
+  md.allow_auto_topic_creation = false;
+  protocol::MetadataResponse mr;
+  k.Call(md, 8, &mr);
+  REQUIRE(mr.topics.size() == 2);
+  REQUIRE(mr.topics[0].error_code != 0);
+  // Fetch: a partition that does not exist beside one that does (no error for it).
+  protocol::FetchRequest f = MakeFetch("errs", 0, 0);
+  protocol::FetchRequest::Partition missing = f.topics[0].partitions[0];
+  missing.partition = 7;
+  f.topics[0].partitions.push_back(missing);
+  protocol::FetchResponse fr;
+  k.Call(f, 11, &fr);
+  REQUIRE(fr.responses[0].partitions.size() == 2);
+  // Produce: two partitions that do not exist in one request.
+  std::string batch = MakeBatch(1);
+  protocol::ProduceRequest p = MakeProduce("errs", 5, batch);
+  p.topic_data[0].partition_data.push_back(p.topic_data[0].partition_data[0]);
+  p.topic_data[0].partition_data[1].index = 6;
+  protocol::ProduceResponse pr;
+  k.Call(p, 8, &pr);
+  // Heartbeat: a top-level error of a group API.
+  protocol::HeartbeatRequest hb;
+  hb.group_id = "nobody";
+  hb.generation_id = 1;
+  hb.member_id = "m";
+  protocol::HeartbeatResponse hr;
+  k.Call(hb, 3, &hr);
+  REQUIRE(hr.error_code != 0);
+  const std::string hb_error = protocol::ErrorName(hr.error_code);
+
+  const std::string t1 = Scrape(port);
+  const std::string unknown = "UNKNOWN_TOPIC_OR_PARTITION";
+  CHECK(Count(t1, Errors("Metadata", unknown)) == Count(t0, Errors("Metadata", unknown)) + 2);
+  CHECK(Count(t1, Errors("Fetch", unknown)) == Count(t0, Errors("Fetch", unknown)) + 1);
+  CHECK(Count(t1, Errors("Produce", unknown)) == Count(t0, Errors("Produce", unknown)) + 2);
+  CHECK(Count(t1, Errors("Heartbeat", hb_error)) == Count(t0, Errors("Heartbeat", hb_error)) + 1);
+  CHECK(t1.find("error=\"NONE\"") == std::string::npos);
+}
+
+TEST_CASE("partition sizes, segment rolls, flush latency, groups and their lag are exported") {
+  BrokerConfig c = WithMetrics();
+  c.group_initial_rebalance_delay_ms = 0;
+  TestBroker b(c);
+  const int port = b.server->metrics_port();
+  Client k(b.port);
+  // Small segments and a flush after every message: each produce below rolls and flushes.
+  CreateTopicWithConfigs(k, "sized", {{"segment.bytes", "100"}, {"flush.messages", "1"}});
+  const std::string t0 = Scrape(port);
+  protocol::ProduceResponse r;
+  for (int i = 0; i < 4; ++i) {
+    k.Call(MakeProduce("sized", 0, MakeBatch(2)), 8, &r);
+    REQUIRE(r.responses[0].partition_responses[0].error_code == 0);
+  }
+
+  // A group with a committed offset and no members, and one with a member (no SyncGroup yet).
+  protocol::OffsetCommitRequest oc;
+  oc.group_id = "behind";
+  oc.topics.push_back({"sized", {}});
+  oc.topics[0].partitions.push_back({});
+  oc.topics[0].partitions[0].committed_offset = 3;
+  protocol::OffsetCommitResponse ocr;
+  k.Call(oc, 2, &ocr);
+  REQUIRE(ocr.topics[0].partitions[0].error_code == 0);
+  protocol::JoinGroupRequest jg;
+  jg.group_id = "joined";
+  jg.session_timeout_ms = 10000;
+  jg.rebalance_timeout_ms = 10000;
+  jg.protocol_type = "consumer";
+  jg.protocols.push_back({"range", "x"});
+  protocol::JoinGroupResponse jr;
+  k.Call(jg, 3, &jr);
+  REQUIRE(jr.error_code == 0);
+
+  const std::string t1 = Scrape(port);
+  CHECK(Sample(t1, PartitionSeries("silt_partition_log_end_offset", "sized")) == 8);
+  CHECK(Sample(t1, PartitionSeries("silt_partition_size_bytes", "sized")) > 4 * 61);
+  CHECK(Count(t1, "silt_log_segment_rolls_total") >= Count(t0, "silt_log_segment_rolls_total") + 3);
+  CHECK(Sample(t1, "silt_log_flush_duration_seconds_count") >=
+        Sample(t0, "silt_log_flush_duration_seconds_count") + 4);
+  CHECK(t1.find("# TYPE silt_log_flush_duration_seconds histogram") != std::string::npos);
+  CHECK(Sample(t1, "silt_group_lag{group=\"behind\",partition=\"0\",topic=\"sized\"}") == 5);
+  CHECK(Sample(t1, "silt_group_members{group=\"behind\"}") == 0);
+  CHECK(Sample(t1, "silt_group_members{group=\"joined\"}") == 1);
+  CHECK(Sample(t1, "silt_groups{state=\"Empty\"}") == 1);
+  CHECK(Sample(t1, "silt_groups{state=\"CompletingRebalance\"}") == 1);
+  CHECK(Sample(t1, "silt_groups{state=\"Stable\"}") == 0);
+  CHECK(Sample(t1, "silt_metrics_series_omitted") == 0);
+  CHECK(Sample(t1, "silt_offline_partitions") == 0);
+}
+
+TEST_CASE("a waiting consumer fetch is counted until data arrives") {
+  TestBroker b(WithMetrics());
+  const int port = b.server->metrics_port();
+  Client k(b.port);
+  CreateTopic(k, "waiting");
+  Client consumer(b.port);
+  consumer.Send(MakeFetch("waiting", 0, 0, /*max_wait_ms=*/10000), 11, 1);
+  std::string t;
+  CHECK(ScrapeUntil(port, &t, [](const std::string& x) {
+    return Sample(x, "silt_delayed_fetches{kind=\"consumer\"}") == 1;
+  }));
+  protocol::ProduceResponse r;
+  k.Call(MakeProduce("waiting", 0, MakeBatch(1)), 8, &r);
+  protocol::FetchResponse fr;
+  REQUIRE(consumer.Receive(&fr, 11) == 1);
+  CHECK(ScrapeUntil(port, &t, [](const std::string& x) {
+    return Sample(x, "silt_delayed_fetches{kind=\"consumer\"}") == 0;
+  }));
+}
+
+TEST_CASE("a leader exports its followers' lag, under-min-ISR partitions and waiting acks=all "
+          "produces") {
+  HandClusterBroker b;
+  const int port = b.server->metrics_port();
+  Client k(b.port);
+  CreateTopicWithConfigs(k, "led", {{"min.insync.replicas", "2"}});
+  auto part = b.Get("led");
+  constexpr NodeId kLocal{1}, kFollower{2};
+  REQUIRE(part->BecomeLeader(LeaderEpoch(1), 0, {kLocal, kFollower}, {kLocal, kFollower}).ok());
+  std::string t;
+  Client producer(b.port);
+  const std::string batch = MakeBatch(3);
+  producer.Send(MakeProduce("led", 0, batch, /*acks=*/-1), 8, 1);
+  const std::string lag = "{follower=\"2\",partition=\"0\",topic=\"led\"}";
+  // The gauge is process-wide: waiting for this produce's append too keeps an operation of an
+  // earlier test, still being torn down, from passing for it.
+  CHECK(ScrapeUntil(port, &t, [](const std::string& x) {
+    return Sample(x, "silt_delayed_produces") == 1 &&
+           Sample(x, "silt_partition_log_end_offset{partition=\"0\",topic=\"led\"}") == 3;
+  }));
+  CHECK(Sample(t, "silt_under_min_isr_partitions") == 0);
+  CHECK(Sample(t, "silt_follower_lag_records" + lag) == 3);  // it has not fetched yet
+  CHECK(Sample(t, "silt_follower_lag_ms" + lag) >= 0);       // in the ISR: caught up at the start
+
+  // The follower fetches everything: the produce is answered and the lag is gone. Its peer
+  // connection counts as open until it closes.
+  const double connections = Sample(Scrape(port), "silt_connections");
+  auto peer = b.Peer(kFollower);
+  CHECK(Sample(Scrape(port), "silt_connections") == connections + 1);
+  protocol::FetchRequest f = MakeFetch("led", 0, 0);
+  f.replica_id = kFollower.value();
+  f.topics[0].partitions[0].log_start_offset = 0;
+  protocol::FetchResponse fr;
+  peer->Call(f, 11, &fr);
+  f.topics[0].partitions[0].fetch_offset = 3;
+  f.max_wait_ms = 10000;
+  peer->Send(f, 11, 99);  // at the log end: waits
+  protocol::ProduceResponse pr;
+  REQUIRE(producer.Receive(&pr, 8) == 1);
+  CHECK(pr.responses[0].partition_responses[0].error_code == 0);
+  CHECK(ScrapeUntil(port, &t, [&](const std::string& x) {
+    return Sample(x, "silt_delayed_produces") == 0 &&
+           Sample(x, "silt_delayed_fetches{kind=\"follower\"}") == 1;
+  }));
+  CHECK(Sample(t, "silt_follower_lag_records" + lag) == 0);
+  CHECK(Sample(t, "silt_follower_lag_ms" + lag) >= 0);
+  CHECK(Sample(t, "silt_follower_lag_ms" + lag) < 5000);
+  // One more record wakes the waiting follower fetch; then the follower goes away.
+  k.Call(MakeProduce("led", 0, MakeBatch(1), /*acks=*/1), 8, &pr);
+  REQUIRE(peer->Receive(&fr, 11) == 99);
+  peer.reset();
+  CHECK(ScrapeUntil(port, &t, [&](const std::string& x) {
+    return Sample(x, "silt_connections") == connections;
+  }));
+
+  // The follower leaves the ISR: below min.insync.replicas=2.
+  REQUIRE(part->BecomeLeader(LeaderEpoch(1), 1, {kLocal, kFollower}, {kLocal}).ok());
+  t = Scrape(port);
+  CHECK(Sample(t, "silt_under_min_isr_partitions") == 1);
 }

@@ -39,6 +39,7 @@ assert [p["partition"] for p in o["partitions"]] == [0, 1, 2]
 for p in o["partitions"]:
     assert p["leader"] == 7 and p["replicas"] == [7] and p["isr"] == [7], p
     assert p["offline_replicas"] == [] and p["error_code"] == 0 and p["leader_epoch"] == 0, p
+    assert p["under_replicated"] is False and p["offline"] is False, p
 assert o["topic_id"] and o["internal"] is False
 print("ok")' 2>&1)
 assert_eq ok "$check" "cluster JSON describes the one broker and its topics"
@@ -56,7 +57,7 @@ assert_contains "$ERR" "nosuch" "a missing topic is named"
 # Text in a pipe: tab-separated rows that say what they are.
 expect_ok "cluster (pipe)" "$SILT" cluster -b "$B"
 assert_eq "broker	7	127.0.0.1	$PORT	controller" "$(printf '%s\n' "$OUT" | grep '^broker')" "the broker row"
-assert_eq "partition	orders	1	7	0	7	7	-" "$(printf '%s\n' "$OUT" | grep '^partition	orders	1')" "a partition row"
+assert_eq "partition	orders	1	7	0	7	7	-	ok" "$(printf '%s\n' "$OUT" | grep '^partition	orders	1')" "a partition row"
 assert_eq 4 "$(printf '%s\n' "$OUT" | grep -c '^partition')" "four partitions, internal topics hidden"
 assert_not_contains "$OUT" "quorum" "no quorum on a single node"
 
@@ -65,7 +66,7 @@ if command -v script >/dev/null; then
   human=$(script -qec "$(printf '%q ' "$SILT" cluster -b "$B")" /dev/null | tr -d '\r')
   assert_contains "$human" "Controller: 7" "the controller on a terminal"
   assert_contains "$human" "ID  HOST       PORT" "aligned broker table"
-  assert_contains "$human" "TOPIC   PARTITION  LEADER  EPOCH  REPLICAS  ISR  OFFLINE" "aligned partition table"
+  assert_contains "$human" "TOPIC   PARTITION  LEADER  EPOCH  REPLICAS  ISR  OFFLINE  STATUS" "aligned partition table"
 else
   skip_part client "terminal output: script(1) is not installed"
 fi
@@ -80,6 +81,8 @@ j = json.load(sys.stdin)
 assert j["brokers"] == [] and j["controller"] is None and j["quorum"] is None, j
 assert [t["topic"] for t in j["topics"]] == ["audit", "orders"], j["topics"]
 assert len(j["topics"][1]["partitions"]) == 3
+for p in j["topics"][1]["partitions"]:
+    assert p["under_replicated"] is None and p["offline"] is None, p
 print("ok")' 2>&1)
 assert_eq ok "$check" "cluster -d lists the data directory's topics"
 expect_fail 2 "cluster -b and -d" "$SILT" cluster -b "$B" -d "$TMP/broker-data"

@@ -34,6 +34,25 @@ assert_eq 3 "$(sample "$after" 'silt_partition_log_end_offset{partition="0",topi
   "the partition's log end"
 produce=$(printf '%s\n' "$after" | awk '$1 ~ /^silt_requests_total\{api="Produce"/ {n += $2} END {print n+0}')
 assert_eq 1 "$produce" "one Produce request"
+assert_eq 3 "$(sample "$after" 'silt_partition_high_watermark{partition="0",topic="scraped"}')" \
+  "the partition's high watermark"
+size=$(sample "$after" 'silt_partition_size_bytes{partition="0",topic="scraped"}')
+assert_eq 1 "$([ "${size:-0}" -gt 0 ] && echo 1 || echo 0)" "the partition's size in bytes"
+assert_eq 0 "$(sample "$after" silt_under_replicated_partitions)" "nothing under-replicated"
+assert_eq 0 "$(sample "$after" silt_offline_partitions)" "nothing offline"
+assert_contains "$after" "# TYPE silt_log_flush_duration_seconds histogram" "flush latency"
+assert_contains "$after" '# TYPE silt_delayed_fetches gauge' "delayed fetches"
+
+# Every family the broker exports is documented in the man page's METRICS section.
+man_metrics=$(sed -n '/^\.SH METRICS/,/^\.SH OUTPUT FORMAT/p' "$SILT_SOURCE_DIR/man/silt-serve.1")
+undocumented=""
+for name in $(printf '%s\n' "$after" | awk '$1 == "#" && $2 == "TYPE" {print $3}'); do
+  case "$man_metrics" in
+  *"$name"*) ;;
+  *) undocumented="$undocumented $name" ;;
+  esac
+done
+assert_eq "" "$undocumented" "every exported metric is in man/silt-serve.1 (METRICS)"
 assert_eq 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://$M/")" "/ is 404"
 assert_eq 404 "$(curl -s -o /dev/null -w '%{http_code}' -d x "http://$M/metrics")" "POST is 404"
 
