@@ -50,9 +50,9 @@ TSAN_ENV   := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) $(SAN_CMAKE) -DSILT_SANITIZE=address
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target silt_unit_tests silt_broker_tests silt_cluster_tests
-	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_unit_tests --no-version
-	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_broker_tests --no-version
-	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_cluster_tests --no-version
+	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_unit_tests --no-version --duration=true
+	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_broker_tests --no-version --duration=true
+	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_cluster_tests --no-version --duration=true
 
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) $(SAN_CMAKE) -DSILT_SANITIZE=thread

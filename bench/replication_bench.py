@@ -210,7 +210,12 @@ def failover():
     CLUSTER.wait_for("a leader of fo-0", lambda: leader_of("fo"))
     warm_up(CLUSTER.nodes[1].address, "fo")
     times = []
-    for run in range(args.runs):
+    attempts = 0
+    while len(times) < args.runs:
+        attempts += 1
+        if attempts > 2 * args.runs:
+            fail("the leader moved under %d of the kills (see above)" % (attempts - 1 - len(times)))
+        run = len(times)
         acked = []  # (send time, ack time) of successful records
         lock = threading.Lock()
         stop = threading.Event()
@@ -248,10 +253,16 @@ def failover():
         t.join(60)
         if first is None:
             fail("no acknowledgement within 30 s of killing node %d" % leader)
-        times.append(first)
-        print("   run %d: killed leader %d, first acks=all ack after %.2f s" %
-              (run + 1, leader, first))
         node.start()
+        if first < 0.2:
+            # No failover takes this little: the leader had moved (a preferred-leader election,
+            # or a node's Metadata a moment behind) and the node killed did not lead.
+            print("   (node %d did not lead fo-0 when killed: ack after %.2f s; run again)" %
+                  (leader, first))
+        else:
+            times.append(first)
+            print("   run %d: killed leader %d, first acks=all ack after %.2f s" %
+                  (run + 1, leader, first))
 
         def back_in_isr():
             p = leader_of("fo")

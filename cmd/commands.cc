@@ -9,6 +9,7 @@ RunFn RegisterDumpSegment(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterGroup(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterPerf(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterProduce(CLI::App* sub, GlobalOptions* g);
+RunFn RegisterReplicate(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterServe(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterTopic(CLI::App* sub, GlobalOptions* g);
 RunFn RegisterServe(CLI::App* sub, GlobalOptions* g);
@@ -26,6 +27,9 @@ const CommandInfo kCommands[] = {
      RegisterDumpSegment},
     {"verify-crc", "check (and with --repair, fix) segment files, partitions or data dirs",
      RegisterVerifyCrc},
+    {"replicate",
+     "copy topics between data dirs and clusters, at the same offsets, resumably",
+     RegisterReplicate},
     {"perf", "measure produce and consume rates and latencies, like Kafka's perf-test tools",
      RegisterPerf},
     {"serve", "run a broker that speaks the Kafka protocol", RegisterServe},

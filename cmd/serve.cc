@@ -31,6 +31,7 @@ struct ServeFlags {
   std::string metrics_listen;
   int32_t node_id = -1;
   std::string peers;
+  std::string peer_listen;
   std::string cluster_id;
   std::vector<std::string> sets;
   std::string log_level = "info";
@@ -88,6 +89,18 @@ int RunServe(const ServeFlags& f, GlobalOptions* global) {
     cluster::ClusterNodeOptions o;
     o.node_id = NodeId(config.node_id);
     o.voters = *voters;
+    if (!cluster::FindVoter(*voters, o.node_id)) {
+      // A broker-only node (Kafka's process.roles=broker): its peer address is its own.
+      if (f.peer_listen.empty()) {
+        return Fail("node " + std::to_string(config.node_id) + " is not in --peers: a "
+                    "broker-only node needs --peer-listen HOST:PORT");
+      }
+      auto peer = cluster::ParseVoters(std::to_string(config.node_id) + "@" + f.peer_listen);
+      if (!peer.ok()) return Fail("--peer-listen: " + peer.status().message());
+      o.broker_peer = peer->front();
+    } else if (!f.peer_listen.empty()) {
+      return Fail("--peer-listen is for a broker-only node; a voter binds its --peers entry");
+    }
     o.cluster_id = config.cluster_id;
     o.config = config;
     o.on_fatal = [](const Status& s) {
@@ -175,6 +188,10 @@ RunFn RegisterServe(CLI::App* sub, GlobalOptions* global) {
   sub->add_option("--peers", f->peers,
                   "cluster mode: every node's peer address, ID@HOST:PORT,... "
                   "(controller.quorum.voters); this node binds its own entry");
+  sub->add_option("--peer-listen", f->peer_listen,
+                  "cluster mode, a node not in --peers (a broker only, no vote): its own peer "
+                  "address")
+      ->type_name("HOST:PORT");
   sub->add_option("--cluster-id", f->cluster_id,
                   "cluster id, the same on every node (cluster.id; required for a new node)");
   sub->add_option("--set", f->sets, "set a broker config, key=value (repeatable)");

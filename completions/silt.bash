@@ -27,6 +27,7 @@ _silt() {
       "topic:describe") path="topic/describe" ;;
       "topic:delete") path="topic/delete" ;;
       "topic:alter-config") path="topic/alter-config" ;;
+      "topic:reassign") path="topic/reassign" ;;
       ":group") path="group" ;;
       "group:list") path="group/list" ;;
       "group:describe") path="group/describe" ;;
@@ -35,6 +36,7 @@ _silt() {
       ":cluster") path="cluster" ;;
       ":dump-segment") path="dump-segment" ;;
       ":verify-crc") path="verify-crc" ;;
+      ":replicate") path="replicate" ;;
       ":perf") path="perf" ;;
       "perf:produce") path="perf/produce" ;;
       "perf:consume") path="perf/consume" ;;
@@ -85,6 +87,12 @@ _silt() {
     "topic/alter-config:--partitions") kind="none" ;;
     "topic/alter-config:-d"|"topic/alter-config:--data-dir") kind="dir" ;;
     "topic/alter-config:-b"|"topic/alter-config:--bootstrap-server") kind="none" ;;
+    "topic/reassign:--plan") kind="file" ;;
+    "topic/reassign:--throttle") kind="none" ;;
+    "topic/reassign:--brokers") kind="none" ;;
+    "topic/reassign:--topics") kind="none" ;;
+    "topic/reassign:-b"|"topic/reassign:--bootstrap-server") kind="none" ;;
+    "topic/reassign:-d"|"topic/reassign:--data-dir") kind="dir" ;;
     "group:-d"|"group:--data-dir") kind="dir" ;;
     "group:-b"|"group:--bootstrap-server") kind="none" ;;
     "group/list:--format") kind="enum:text json" ;;
@@ -108,6 +116,12 @@ _silt() {
     "cluster:--format") kind="enum:text json" ;;
     "dump-segment:--format") kind="enum:text json" ;;
     "verify-crc:--format") kind="enum:text json" ;;
+    "replicate:-t"|"replicate:--topic") kind="none" ;;
+    "replicate:--topics") kind="none" ;;
+    "replicate:--from") kind="none" ;;
+    "replicate:--groups") kind="none" ;;
+    "replicate:--checkpoint") kind="file" ;;
+    "replicate:--format") kind="enum:text json" ;;
     "perf:-d"|"perf:--data-dir") kind="dir" ;;
     "perf:-b"|"perf:--bootstrap-server") kind="none" ;;
     "perf/produce:-t"|"perf/produce:--topic") kind="topic" ;;
@@ -139,6 +153,7 @@ _silt() {
     "serve:--metrics") kind="none" ;;
     "serve:--node-id") kind="none" ;;
     "serve:--peers") kind="none" ;;
+    "serve:--peer-listen") kind="none" ;;
     "serve:--cluster-id") kind="none" ;;
     "serve:--set") kind="none" ;;
     "serve:--log-level") kind="none" ;;
@@ -156,6 +171,7 @@ _silt() {
       "group/delete") kind="group" ;;
       "dump-segment") kind="file" ;;
       "verify-crc") kind="file" ;;
+      "replicate") kind="none" ;;
       "completion") kind="enum:bash zsh fish" ;;
     esac
   fi
@@ -172,15 +188,16 @@ _silt() {
   esac
   local words
   case "$path" in
-    "") words="produce consume topic group cluster dump-segment verify-crc perf serve completion -h --help -V --version" ;;
+    "") words="produce consume topic group cluster dump-segment verify-crc replicate perf serve completion -h --help -V --version" ;;
     "produce") words="-h --help -t --topic -K --key-delimiter -k --key -H --header -p --partition --partitioner -z --compression --format --batch-size --linger-ms --no-create --acks --no-idempotence -d --data-dir -b --bootstrap-server" ;;
     "consume") words="-h --help -t --topic -p --partition -o --offset -f --follow -c --count --format -Z --null -g --group -d --data-dir -b --bootstrap-server" ;;
-    "topic") words="create list describe delete alter-config -h --help -d --data-dir -b --bootstrap-server" ;;
+    "topic") words="create list describe delete alter-config reassign -h --help -d --data-dir -b --bootstrap-server" ;;
     "topic/create") words="-h --help --partitions --replication-factor --config -d --data-dir -b --bootstrap-server" ;;
     "topic/list") words="-h --help --format -d --data-dir -b --bootstrap-server" ;;
     "topic/describe") words="-h --help --format -d --data-dir -b --bootstrap-server" ;;
     "topic/delete") words="-h --help -d --data-dir -b --bootstrap-server" ;;
     "topic/alter-config") words="-h --help --config --delete-config --partitions -d --data-dir -b --bootstrap-server" ;;
+    "topic/reassign") words="-h --help --plan --execute --verify --cancel --generate --throttle --brokers --topics -b --bootstrap-server" ;;
     "group") words="list describe reset-offsets delete -h --help -d --data-dir -b --bootstrap-server" ;;
     "group/list") words="-h --help --format -d --data-dir -b --bootstrap-server" ;;
     "group/describe") words="-h --help --format -d --data-dir -b --bootstrap-server" ;;
@@ -189,10 +206,11 @@ _silt() {
     "cluster") words="-h --help -d --data-dir -b --bootstrap-server -t --topic --internal --format" ;;
     "dump-segment") words="-h --help --records --format --json --shallow --iso-time" ;;
     "verify-crc") words="-h --help --repair --dry-run --format --json -q --quiet --shallow" ;;
+    "replicate") words="-h --help -t --topic --topics -f --follow --from --groups --configs --checkpoint --promote --allow-gaps --truncate-destination --format -q --quiet" ;;
     "perf") words="produce consume -h --help -d --data-dir -b --bootstrap-server" ;;
     "perf/produce") words="-h --help -t --topic -n --num-records -s --record-size --throughput --acks --no-idempotence -z --compression -p --partition --batch-size --linger-ms --interval-ms --format -d --data-dir -b --bootstrap-server" ;;
     "perf/consume") words="-h --help -t --topic -n --num-records -p --partition -o --offset --timeout-ms --interval-ms --format -d --data-dir -b --bootstrap-server" ;;
-    "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --metrics --node-id --peers --cluster-id --set --log-level" ;;
+    "serve") words="-h --help -c --config -d --data-dir --listen --advertised-listener --metrics --node-id --peers --peer-listen --cluster-id --set --log-level" ;;
     "completion") words="-h --help" ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))

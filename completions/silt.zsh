@@ -32,6 +32,7 @@ _silt() {
     'cluster:show brokers, the controller, the metadata quorum and partition leadership'
     'dump-segment:print the batches, records and index entries of segment files'
     'verify-crc:check (and with --repair, fix) segment files, partitions or data dirs'
+    'replicate:copy topics between data dirs and clusters, at the same offsets, resumably'
     'perf:measure produce and consume rates and latencies, like Kafka'\''s perf-test tools'
     'serve:run a broker that speaks the Kafka protocol'
     'completion:print a shell completion script (bash, zsh or fish)'
@@ -48,6 +49,7 @@ _silt() {
         cluster) _silt_cluster ;;
         dump-segment) _silt_dump_segment ;;
         verify-crc) _silt_verify_crc ;;
+        replicate) _silt_replicate ;;
         perf) _silt_perf ;;
         serve) _silt_serve ;;
         completion) _silt_completion ;;
@@ -135,6 +137,7 @@ _silt_topic() {
     'describe:show partitions, offsets, sizes and configs'
     'delete:delete a topic and all its data'
     'alter-config:set or remove topic config overrides'
+    'reassign:move partitions'\'' replicas to other brokers (a kafka-reassign-partitions plan)'
   )
   _arguments -C -s $opts '1: :->cmd' '*:: :->args'
   case $state in
@@ -146,6 +149,7 @@ _silt_topic() {
         describe) _silt_topic_describe ;;
         delete) _silt_topic_delete ;;
         alter-config) _silt_topic_alter_config ;;
+        reassign) _silt_topic_reassign ;;
       esac ;;
   esac
 }
@@ -231,6 +235,27 @@ _silt_topic_alter_config() {
   subs=(
   )
   _arguments -s $opts '1:name:_silt_topics'
+}
+
+_silt_topic_reassign() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '--plan[the reassignment plan, JSON as kafka-reassign-partitions writes it]:value:_files'
+    '--execute[start the plan'\''s reassignments]'
+    '--verify[say which of the plan'\''s partitions are done (exit 1 while any is not); once all are, remove the throttle]'
+    '--cancel[cancel the plan'\''s reassignments in progress]'
+    '--generate[print a balanced plan of --topics over --brokers (changes nothing)]'
+    '--throttle[with --execute: at most BYTES per second per leader for the new replicas'\'' catch-up (topic config replica.reassignment.throttle.bytes)]:value: '
+    '--brokers[with --generate: the broker ids to place on]:value: '
+    '--topics[with --generate: the topics to move]:value: '
+    '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '
+    '--bootstrap-server[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '
+  )
+  subs=(
+  )
+  _arguments -s $opts
 }
 
 _silt_group() {
@@ -385,6 +410,32 @@ _silt_verify_crc() {
   _arguments -s $opts '*:path:_files'
 }
 
+_silt_replicate() {
+  local -a opts subs
+  opts=(
+    '-h[Print this help message and exit]'
+    '--help[Print this help message and exit]'
+    '-t[copy topic NAME (repeatable; default: every topic)]:value: '
+    '--topic[copy topic NAME (repeatable; default: every topic)]:value: '
+    '--topics[copy the topics whose whole name matches REGEX (repeatable)]:value: '
+    '-f[keep copying new records, partitions and topics until interrupted]'
+    '--follow[keep copying new records, partitions and topics until interrupted]'
+    '--from[where a partition not copied before starts: beginning (default), end or @TIME]:value: '
+    '--groups[also copy the committed offsets of the groups matching REGEX (those not active at DEST)]:value: '
+    '--configs[copy topic configs too, except those that describe the destination cluster]'
+    '--checkpoint[keep the checkpoint in FILE instead of at DEST]:value:_files'
+    '--promote[when the copy is complete, check it and make the copies writable]'
+    '--allow-gaps[skip records the source deleted before they were copied, instead of failing]'
+    '--truncate-destination[cut a destination whose records differ from the source'\''s, instead of failing]'
+    '--format[text, or json: one line per partition per second (records, bytes, lag)]:value:(text json)'
+    '-q[print nothing but errors]'
+    '--quiet[print nothing but errors]'
+  )
+  subs=(
+  )
+  _arguments -s $opts '1:source: '
+}
+
 _silt_perf() {
   local -a opts subs
   opts=(
@@ -482,6 +533,7 @@ _silt_serve() {
     '--metrics[serve Prometheus metrics at http://HOST:PORT/metrics (metrics.listener; default: off)]:value: '
     '--node-id[this broker'\''s node id (default 0)]:value: '
     '--peers[cluster mode: every node'\''s peer address, ID@HOST:PORT,... (controller.quorum.voters); this node binds its own entry]:value: '
+    '--peer-listen[cluster mode, a node not in --peers (a broker only, no vote): its own peer address]:value: '
     '--cluster-id[cluster id, the same on every node (cluster.id; required for a new node)]:value: '
     '--set[set a broker config, key=value (repeatable)]:value: '
     '--log-level[debug, info, warn or error (default info)]:value: '

@@ -69,6 +69,12 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerConfig& config,
   std::unique_ptr<Broker> b(new Broker(config));
   NodeId local(config.node_id);
   SILT_ASSIGN_OR_RETURN(b->store_, LocalMetadataStore::Open(config, local));
+  if (!cluster) {
+    SILT_ASSIGN_OR_RETURN(b->dynamic_config_, DynamicBrokerConfig::Open(config));
+    if (!b->dynamic_config_->Get(true).empty() || !b->dynamic_config_->Get(false).empty()) {
+      SILT_TRY(b->store_->SetLogDefaults(b->dynamic_config_->Effective().log_defaults));
+    }
+  }
   SILT_ASSIGN_OR_RETURN(b->node_, NodeIdentity::Load(config.data_dir, local, config.cluster_id));
   SILT_ASSIGN_OR_RETURN(b->producer_ids_, FileProducerIdAllocator::Open(config.data_dir));
   LogProvider* logs = b->store_.get();
@@ -76,6 +82,10 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerConfig& config,
     b->cluster_ = std::move(cluster);
     SILT_TRY(b->cluster_->Start(b->store_.get(), &b->node_));
     logs = &b->cluster_->logs();
+    // Filled from the metadata image once the node has reconciled one (Serving's hook).
+    if (BrokerConfigStore* kept = b->cluster_->broker_configs()) {
+      b->dynamic_config_ = DynamicBrokerConfig::OpenWith(config, kept);
+    }
   }
   b->partitions_ = std::make_unique<PartitionManager>(logs, local);
   PartitionManager* pm = b->partitions_.get();
@@ -113,7 +123,8 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerConfig& config,
   ProducerIdAllocator* pids = b->producer_ids_.get();
   if (b->cluster_ && b->cluster_->producer_ids()) pids = b->cluster_->producer_ids();
   b->context_.reset(new BrokerContext{b->config_, b->node_, b->metadata(), *b->partitions_,
-                                      *pids, *b->groups_, b->stopping_});
+                                      *pids, *b->groups_, b->stopping_,
+                                      b->dynamic_config_.get()});
   return b;
 }
 
@@ -164,6 +175,12 @@ void Broker::Serving(std::function<void(int fd, NodeId peer)> adopt_peer_connect
   BrokerServices services;
   services.partitions = partitions_.get();
   services.adopt_peer_connection = std::move(adopt_peer_connection);
+  if (dynamic_config_) {
+    services.reload_broker_configs = [this] {
+      Status s = dynamic_config_->Reload(&metadata());
+      if (!s.ok()) LogWarn("taking the dynamic broker configs of the metadata: " + s.ToString());
+    };
+  }
   cluster_->Serving(services);
 }
 

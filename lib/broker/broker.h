@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "broker/cluster_mode.h"
 #include "broker/config.h"
+#include "broker/dynamic_config.h"
 #include "broker/context.h"
 #include "storage/offset_checkpoint.h"
 
@@ -89,6 +90,9 @@ class Broker {
   std::unique_ptr<GroupOwnership> ownership_;
   // Compacts cleanup.policy=compact topics (__consumer_offsets included) in the background.
   std::unique_ptr<storage::LogCleaner> cleaner_;
+  // The BROKER configs changed at run time (cluster mode: kept in the metadata log; nullptr
+  // when the cluster mode keeps none).
+  std::unique_ptr<DynamicBrokerConfig> dynamic_config_;
   std::unique_ptr<BrokerContext> context_;
   // replication-offset-checkpoint: as read at start-up, updated at each write.
   std::mutex hw_checkpoint_write_mu_;  // taken first

@@ -13,6 +13,7 @@
 
 namespace silt::broker {
 
+class BrokerConfigStore;
 class LocalMetadataStore;
 class PartitionManager;
 
@@ -25,6 +26,9 @@ struct BrokerServices {
   // client connection whose requests carry Request::peer_node = `peer`. Thread-safe; after
   // the broker stops it closes `fd` at once.
   std::function<void(int fd, NodeId peer)> adopt_peer_connection;
+  // Takes this node's dynamic broker configs again from broker_configs() (called after each
+  // new image is reconciled). Thread-safe; may be empty.
+  std::function<void()> reload_broker_configs;
 };
 
 class ClusterMode {
@@ -40,6 +44,9 @@ class ClusterMode {
   virtual LogProvider& logs() = 0;
   // Producer ids unique across the cluster; nullptr: the data dir's own counter.
   virtual ProducerIdAllocator* producer_ids() { return nullptr; }
+  // Where the dynamic broker configs are kept (the metadata log); valid after Start. nullptr:
+  // cluster mode keeps none, and BROKER resources are read-only.
+  virtual BrokerConfigStore* broker_configs() { return nullptr; }
   // The listener is bound and the advertised address known: the node announces itself.
   // `services` stay valid until Stop() returns.
   virtual void Serving(const BrokerServices& services) = 0;

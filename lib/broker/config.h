@@ -41,9 +41,12 @@ struct BrokerConfig {
   std::string metrics_host;
   int metrics_port = -1;  // -1: off
   // Cluster mode: how often a node tells the controller it is alive, and after how long without
-  // a word the controller fences it (its partitions lose it as leader).
-  int32_t broker_heartbeat_interval_ms = 500;   // broker.heartbeat.interval.ms
-  int32_t broker_session_timeout_ms = 3000;     // broker.session.timeout.ms
+  // a word the controller fences it (its partitions lose it as leader). Kafka's are 2000 and
+  // 9000; silt's are made for loopback and LAN links, where a leader's failure then costs
+  // about 2.5 s of acks=all (heartbeats have a thread of their own on every node, so slow work
+  // elsewhere does not delay them).
+  int32_t broker_heartbeat_interval_ms = 250;   // broker.heartbeat.interval.ms
+  int32_t broker_session_timeout_ms = 1500;     // broker.session.timeout.ms
   // Cluster mode, replication (lib/cluster/replica_manager.h): a follower not caught up for
   // replica.lag.time.max.ms leaves the ISR (Kafka's default is 30000; silt's 10000), and the
   // followers' fetches: bytes per partition, long-poll wait, and the pause after an error

@@ -12,6 +12,7 @@
 
 namespace silt::broker {
 
+class DynamicBrokerConfig;
 class GroupCoordinator;
 
 struct BrokerContext {
@@ -23,6 +24,8 @@ struct BrokerContext {
   GroupCoordinator& groups;
   // Set when shutting down: delayed operations answer at once.
   const std::atomic<bool>& stopping;
+  // Single node: the broker configs AlterConfigs may change (nullptr in cluster mode).
+  DynamicBrokerConfig* dynamic_config = nullptr;
 };
 
 }  // namespace silt::broker

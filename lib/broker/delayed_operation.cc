@@ -18,7 +18,13 @@ DelayedOperation::DelayedOperation(std::shared_ptr<ConnExecutor> executor,
       stopping_(stopping),
       timer_(std::make_unique<Timer>(executor_->strand)) {}
 
-DelayedOperation::~DelayedOperation() = default;
+DelayedOperation::~DelayedOperation() { Uncount(); }
+
+void DelayedOperation::Uncount() {
+  if (!counted_) return;
+  counted_ = false;
+  waiting_gauge_->Add(-1);
+}
 
 void DelayedOperation::Start(std::vector<std::shared_ptr<Partition>> watched, WatchOffset which,
                              int64_t timeout_ms) {
@@ -26,6 +32,10 @@ void DelayedOperation::Start(std::vector<std::shared_ptr<Partition>> watched, Wa
   which_ = which;
   Evaluate(timeout_ms <= 0 || (stopping_ && stopping_->load()));
   if (done_) return;
+  if (waiting_gauge_) {
+    waiting_gauge_->Add(1);
+    counted_ = true;
+  }
   auto self = shared_from_this();
   timer_->timer.expires_after(std::chrono::milliseconds(timeout_ms));
   timer_->timer.async_wait([self](const asio::error_code& ec) {
@@ -55,6 +65,7 @@ void DelayedOperation::Evaluate(bool final) {
   }
   if (!TryComplete(final)) return;
   done_ = true;
+  Uncount();
   timer_->timer.cancel();
   watched_.clear();
   OnCompleted();

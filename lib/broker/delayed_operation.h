@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/metrics.h"
 #include "broker/partition.h"
 #include "broker/request.h"
 
@@ -32,6 +33,10 @@ class DelayedOperation : public PartitionWatcher,
 
   void OnPartitionChanged() final;
 
+  // Counts this operation in `g` (+1) from the moment Start leaves it waiting until it
+  // completes or is destroyed (-1). Call before Start.
+  void CountWhileWaiting(metrics::Gauge* g) { waiting_gauge_ = g; }
+
  protected:
   // Builds the answer and sends it, returning true, when the operation can complete (or must:
   // `final` is set at the timeout and at shutdown). Returns false to keep waiting.
@@ -49,6 +54,9 @@ class DelayedOperation : public PartitionWatcher,
   std::vector<std::shared_ptr<Partition>> watched_;
   WatchOffset which_ = WatchOffset::kHighWatermark;
   bool done_ = false;
+  metrics::Gauge* waiting_gauge_ = nullptr;
+  bool counted_ = false;  // waiting_gauge_ holds our +1
+  void Uncount();
   std::atomic<bool> poke_pending_{false};
 };
 

@@ -46,6 +46,14 @@ const HandlerRow kHandlers[] = {
     {ApiKey::kListGroups, HandleListGroups},
     {ApiKey::kDeleteGroups, HandleDeleteGroups},
     {ApiKey::kDescribeQuorum, HandleDescribeQuorum},
+    {ApiKey::kSiltAppendBatches, HandleSiltAppendBatches},
+    {ApiKey::kElectLeaders, HandleElectLeaders},
+    {ApiKey::kAlterPartitionReassignments, HandleAlterPartitionReassignments},
+    {ApiKey::kListPartitionReassignments, HandleListPartitionReassignments},
+    {ApiKey::kDescribeCluster, HandleDescribeCluster},
+    {ApiKey::kDescribeLogDirs, HandleDescribeLogDirs},
+    {ApiKey::kDescribeProducers, HandleDescribeProducers},
+    {ApiKey::kOffsetDelete, HandleOffsetDelete},
 };
 
 std::vector<ApiRow> BuildRows() {

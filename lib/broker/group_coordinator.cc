@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <set>
 
 #include "base/clock.h"
 #include "broker/logging.h"
@@ -1317,6 +1318,95 @@ protocol::DeleteGroupsResponse GroupCoordinator::DeleteGroups(
   return resp;
 }
 
+namespace {
+
+// The topics of a ConsumerProtocolSubscription (any version: int16 version, then an array of
+// topic names first); nullopt when the bytes do not parse.
+std::optional<std::vector<std::string>> SubscribedTopics(std::string_view metadata) {
+  ByteReader r(metadata);
+  int16_t version;
+  int32_t n;
+  if (!r.I16(&version) || !r.I32(&n) || n < 0 ||
+      static_cast<size_t>(n) > r.remaining() / 2) {
+    return std::nullopt;
+  }
+  std::vector<std::string> topics;
+  for (int32_t i = 0; i < n; ++i) {
+    int16_t len;
+    if (!r.I16(&len) || len < 0) {
+      return std::nullopt;
+    }
+    std::string_view name;
+    if (!r.Bytes(static_cast<size_t>(len), &name)) return std::nullopt;
+    topics.emplace_back(name);
+  }
+  return topics;
+}
+
+}  // namespace
+
+int16_t GroupCoordinator::DeleteOffsets(
+    const std::string& group, const std::vector<std::pair<std::string, int32_t>>& partitions,
+    std::vector<int16_t>* errors) {
+  Scope scope(this);
+  errors->assign(partitions.size(), 0);
+  if (stopping_) return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+  if (group.empty()) return Err(ErrorCode::INVALID_GROUP_ID);
+  if (int16_t e = OwnershipError(group)) return e;
+  Group* g = FindGroup(group);
+  if (g == nullptr || g->state == State::kDead) return Err(ErrorCode::GROUP_ID_NOT_FOUND);
+  // Which topics the members consume; nullopt: all of them (a member whose subscription does
+  // not parse, or no protocol chosen yet), as Kafka assumes when it cannot tell.
+  std::optional<std::set<std::string>> subscribed;
+  if (g->state != State::kEmpty) {
+    if (g->protocol_type != "consumer") return Err(ErrorCode::NON_EMPTY_GROUP);
+    if (g->protocol) {
+      subscribed.emplace();
+      for (const Member& m : g->members) {
+        const std::string* md = m.MetadataFor(*g->protocol);
+        auto topics = md ? SubscribedTopics(*md) : std::nullopt;
+        if (!topics) {
+          subscribed.reset();
+          break;
+        }
+        subscribed->insert(topics->begin(), topics->end());
+      }
+    }
+  }
+  std::vector<StoredRecord> recs;
+  std::vector<std::pair<std::string, int32_t>> deleted;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    const auto& tp = partitions[i];
+    if (g->state != State::kEmpty && (!subscribed || subscribed->count(tp.first) > 0)) {
+      (*errors)[i] = Err(ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC);
+      continue;
+    }
+    if (g->offsets.count(tp) == 0) continue;
+    if (std::find(deleted.begin(), deleted.end(), tp) != deleted.end()) continue;
+    deleted.push_back(tp);
+    recs.push_back({protocol::EncodeOffsetCommitKey({group, tp.first, tp.second}), std::nullopt});
+  }
+  bool delete_group = g->state == State::kEmpty && g->pending_members.empty() &&
+                      deleted.size() == g->offsets.size() && !deleted.empty();
+  if (delete_group && g->metadata_stored) {
+    recs.push_back({protocol::EncodeGroupMetadataKey({group}), std::nullopt});
+  }
+  if (recs.empty()) return 0;
+  Status s = log_->Append(group, recs);
+  if (!s.ok()) {
+    LogError("group " + group + ": deleting offsets: " + s.ToString());
+    return Err(s.code() == Status::Code::kNotLeader ? ErrorCode::NOT_COORDINATOR
+                                                    : ErrorCode::COORDINATOR_NOT_AVAILABLE);
+  }
+  for (const auto& tp : deleted) g->offsets.erase(tp);
+  LogInfo("group " + group + ": " + std::to_string(deleted.size()) + " committed offset(s) deleted");
+  if (delete_group) {
+    g->state = State::kDead;
+    groups_.erase(group);
+  }
+  return 0;
+}
+
 std::string GroupCoordinator::GroupState(const std::string& group) {
   Scope scope(this);
   Group* g = FindGroup(group);
@@ -1333,6 +1423,20 @@ size_t GroupCoordinator::GroupSize(const std::string& group) {
   Scope scope(this);
   Group* g = FindGroup(group);
   return g ? g->members.size() : 0;
+}
+
+std::vector<GroupCoordinator::GroupSummary> GroupCoordinator::Summaries() {
+  Scope scope(this);
+  std::vector<GroupSummary> out;
+  out.reserve(groups_.size());
+  for (const auto& [id, g] : groups_) {
+    if (g->state == State::kDead) continue;
+    GroupSummary s{id, StateName(g->state), g->members.size(), {}};
+    s.offsets.reserve(g->offsets.size());
+    for (const auto& [tp, v] : g->offsets) s.offsets.push_back({tp.first, tp.second, v.offset});
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 }  // namespace silt::broker

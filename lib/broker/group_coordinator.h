@@ -132,6 +132,18 @@ class GroupCoordinator {
   // has members (or members joining), COORDINATOR_NOT_AVAILABLE when shutting down or when
   // the tombstones could not be written (the group is then left as it was).
   protocol::DeleteGroupsResponse DeleteGroups(const protocol::DeleteGroupsRequest& req);
+  // OffsetDelete (KIP-496): deletes the group's committed offsets of each partition of
+  // `partitions` (topic, partition), writing their tombstones as one batch. Returns the group's
+  // error, or 0 and one error per partition in `*errors` (same order): 0, or
+  // GROUP_SUBSCRIBED_TO_TOPIC when the group is not Empty and a member of its consumer
+  // protocol subscribes to the topic (then that offset stays). Group errors: INVALID_GROUP_ID
+  // for "", NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, GROUP_ID_NOT_FOUND for an unknown
+  // group, NON_EMPTY_GROUP for a non-empty group of another protocol type,
+  // COORDINATOR_NOT_AVAILABLE when shutting down or the tombstones could not be written. An
+  // Empty group left without offsets is deleted, as offset expiry does.
+  int16_t DeleteOffsets(const std::string& group,
+                        const std::vector<std::pair<std::string, int32_t>>& partitions,
+                        std::vector<int16_t>* errors);
 
   // Acts on every deadline that has passed by NowMs(): expired members and pending member ids,
   // rebalance timeouts and initial delays, and (every retention check interval) offset expiry.
@@ -145,6 +157,22 @@ class GroupCoordinator {
   std::string GroupState(const std::string& group);
   int32_t GroupGeneration(const std::string& group);
   size_t GroupSize(const std::string& group);
+
+  // A copy of one group for the metrics scrape: its state name, members and committed offsets.
+  struct GroupSummary {
+    std::string group;
+    std::string state;
+    size_t members = 0;
+    struct Committed {
+      std::string topic;
+      int32_t partition = 0;
+      int64_t offset = -1;
+    };
+    std::vector<Committed> offsets;
+  };
+  // Every group this coordinator serves now (Dead ones left out), copied under the
+  // coordinator's mutex, which is held only for the copy.
+  std::vector<GroupSummary> Summaries();
 
  private:
   struct Member;

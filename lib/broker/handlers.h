@@ -7,6 +7,7 @@
 
 #include "base/coding.h"
 #include "base/status.h"
+#include "broker/broker_metrics.h"
 #include "broker/context.h"
 #include "broker/request.h"
 #include "protocol/errors.h"
@@ -39,6 +40,17 @@ Status HandleDescribeGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Re
 Status HandleListGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
 Status HandleDeleteGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
 Status HandleDescribeQuorum(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+// silt's own (handlers_mirror.cc).
+Status HandleSiltAppendBatches(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleElectLeaders(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleAlterPartitionReassignments(BrokerContext& ctx, std::shared_ptr<Request> req,
+                                         Respond respond);
+Status HandleListPartitionReassignments(BrokerContext& ctx, std::shared_ptr<Request> req,
+                                        Respond respond);
+Status HandleDescribeCluster(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleDescribeLogDirs(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleDescribeProducers(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
+Status HandleOffsetDelete(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond);
 
 // Decodes req's body as `Msg` at req's version; the whole body must be consumed.
 template <typename Msg>
@@ -49,9 +61,11 @@ Status DecodeBody(const Request& req, Msg* msg) {
   return Status::OK();
 }
 
-// Encodes `msg` at `version` as a whole in-memory response body.
+// Encodes `msg` at `version` as a whole in-memory response body, and counts its error codes
+// (silt_request_errors_total).
 template <typename Msg>
 Response EncodeBody(const Msg& msg, int16_t version) {
+  RequestMetrics::Get().OnResponseMessage(msg);
   std::string out;
   ByteWriter w(&out);
   msg.Encode(w, version);

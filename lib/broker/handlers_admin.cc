@@ -2,6 +2,7 @@
 #include <set>
 
 #include "base/topic_name.h"
+#include "broker/dynamic_config.h"
 #include "broker/handlers.h"
 #include "broker/logging.h"
 #include "protocol/messages.h"
@@ -233,6 +234,8 @@ constexpr int8_t kResourceTopic = 2;
 constexpr int8_t kResourceBroker = 4;
 // DescribeConfigs ConfigSource values.
 constexpr int8_t kSourceDynamicTopic = 1;
+constexpr int8_t kSourceDynamicBroker = 2;
+constexpr int8_t kSourceDynamicDefaultBroker = 3;
 constexpr int8_t kSourceStaticBroker = 4;
 constexpr int8_t kSourceDefault = 5;
 // ConfigType values (v3+).
@@ -282,8 +285,7 @@ protocol::DescribeConfigsResponse::Config MakeConfig(const std::string& key,
   return c;
 }
 
-std::map<std::string, std::string> BrokerConfigs(BrokerContext& ctx) {
-  const BrokerConfig& c = ctx.config;
+std::map<std::string, std::string> BrokerConfigs(BrokerContext& ctx, const BrokerConfig& c) {
   const storage::LogConfig& d = c.log_defaults;
   std::map<std::string, std::string> m;
   m["node.id"] = std::to_string(c.node_id);
@@ -319,6 +321,54 @@ std::map<std::string, std::string> BrokerConfigs(BrokerContext& ctx) {
   return m;
 }
 
+// A BROKER resource's configs with the source of each value, as Kafka shows them: this node's
+// id lists every config (dynamic ones at their effective value), the cluster default ("") only
+// the dynamic defaults. Synonyms, when asked, list every level that sets the key, strongest
+// first. A static value equal to the built-in default reads as DEFAULT_CONFIG.
+void DescribeBroker(BrokerContext& ctx, const protocol::DescribeConfigsRequest::Resource& res,
+                    int16_t version, bool synonyms,
+                    std::vector<protocol::DescribeConfigsResponse::Config>* out) {
+  DynamicBrokerConfig::Configs defaults, mine;
+  BrokerConfig effective = ctx.config;
+  if (ctx.dynamic_config != nullptr) {
+    defaults = ctx.dynamic_config->Get(true);
+    mine = ctx.dynamic_config->Get(false);
+    effective = ctx.dynamic_config->Effective();
+  }
+  if (res.resource_name.empty()) {
+    for (const auto& [k, v] : defaults) {
+      if (!Wanted(res.configuration_keys, k)) continue;
+      out->push_back(MakeConfig(k, v, kSourceDynamicDefaultBroker, false, version, synonyms));
+    }
+    return;
+  }
+  const BrokerConfig builtin;
+  const auto stat = BrokerConfigs(ctx, ctx.config);
+  const auto base = BrokerConfigs(ctx, builtin);
+  auto values = BrokerConfigs(ctx, effective);
+  for (const auto* scope : {&defaults, &mine}) {
+    for (const auto& [k, v] : *scope) values[k] = v;  // keys the list does not show otherwise
+  }
+  for (const auto& [k, v] : values) {
+    if (!Wanted(res.configuration_keys, k)) continue;
+    auto st = stat.find(k);
+    auto bi = base.find(k);
+    bool is_static = st != stat.end() && (bi == base.end() || bi->second != st->second);
+    int8_t source = mine.count(k)       ? kSourceDynamicBroker
+                    : defaults.count(k) ? kSourceDynamicDefaultBroker
+                    : is_static         ? kSourceStaticBroker
+                                        : kSourceDefault;
+    auto c = MakeConfig(k, v, source, !DynamicBrokerConfig::IsDynamicKey(k), version, false);
+    if (synonyms && version >= 1) {
+      if (mine.count(k)) c.synonyms.push_back({k, mine.at(k), kSourceDynamicBroker});
+      if (defaults.count(k)) c.synonyms.push_back({k, defaults.at(k), kSourceDynamicDefaultBroker});
+      if (is_static) c.synonyms.push_back({k, st->second, kSourceStaticBroker});
+      if (bi != base.end()) c.synonyms.push_back({k, bi->second, kSourceDefault});
+    }
+    out->push_back(std::move(c));
+  }
+}
+
 }  // namespace
 
 Status HandleDescribeConfigs(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
@@ -348,11 +398,7 @@ Status HandleDescribeConfigs(BrokerContext& ctx, std::shared_ptr<Request> req, R
         r.error_code = Wire(ErrorCode::INVALID_REQUEST);
         r.error_message = "unknown broker '" + res.resource_name + "'";
       } else {
-        for (const auto& [k, v] : BrokerConfigs(ctx)) {
-          if (!Wanted(res.configuration_keys, k)) continue;
-          r.configs.push_back(MakeConfig(k, v, kSourceStaticBroker, true, req->api_version,
-                                         request.include_synonyms));
-        }
+        DescribeBroker(ctx, res, req->api_version, request.include_synonyms, &r.configs);
       }
     } else {
       r.error_code = Wire(ErrorCode::INVALID_REQUEST);

@@ -67,6 +67,7 @@ class DelayedFetch : public DelayedOperation {
         replica_(request_.replica_id >= 0 ? NodeId(request_.replica_id) : NodeId(-1)) {}
 
   void Start(BrokerContext& ctx) {
+    metadata_ = &ctx.metadata;
     std::vector<std::shared_ptr<Partition>> parts;
     for (const auto& t : request_.topics) {
       for (const auto& p : t.partitions) {
@@ -77,6 +78,7 @@ class DelayedFetch : public DelayedOperation {
       }
     }
     partitions_ = parts;
+    CountWhileWaiting(RequestMetrics::Get().delayed_fetches(follower()));
     DelayedOperation::Start(std::move(parts),
                             follower() ? WatchOffset::kLogEnd : WatchOffset::kHighWatermark,
                             request_.max_wait_ms);
@@ -93,6 +95,7 @@ class DelayedFetch : public DelayedOperation {
     if (version < 4) budget = std::min(budget, kDownConvertMaxBytes);
     bool error = false;
     size_t k = 0;
+    std::vector<std::pair<std::string, int64_t>> throttled;  // throttled reads: topic, bytes
     for (const auto& t : request_.topics) {
       protocol::FetchResponse::TopicResponse tr;
       tr.topic = t.topic;
@@ -130,6 +133,14 @@ class DelayedFetch : public DelayedOperation {
         }
         int64_t limit = std::min<int64_t>(p.partition_max_bytes, budget - total);
         bool room = budget - total > 0 || total == 0;
+        // The reassignment throttle: an adding replica's catch-up reads at most what the
+        // topic's budget has left (nothing once it is spent; the follower fetches again).
+        const int64_t allowance =
+            follower() ? metadata_->ReplicaFetchAllowance(t.topic, PartitionId(p.partition),
+                                                          replica_)
+                       : -1;
+        if (allowance == 0) room = false;
+        if (allowance > 0) limit = std::min(limit, allowance);
         // The first partition with data returns at least one whole batch, however large, so a
         // consumer always makes progress (KIP-74). A down-conversion (v0-3) reads at least one
         // batch for every partition: what must fit is its converted messages, not the batch.
@@ -169,16 +180,19 @@ class DelayedFetch : public DelayedOperation {
                                                 static_cast<int32_t>(r.records->length)};
           held.push_back(*r.records);
           total += r.records->length;
+          if (allowance >= 0) throttled.emplace_back(t.topic, r.records->length);
         }
         tr.partitions.push_back(std::move(pr));
       }
       resp.responses.push_back(std::move(tr));
     }
     if (!final && !error && total < std::max<int32_t>(request_.min_bytes, 1)) return false;
+    for (const auto& [topic, bytes] : throttled) metadata_->ChargeReplicaFetch(topic, bytes);
 
     std::string buf;
     ByteWriter w(&buf);
     std::vector<protocol::Piece> pieces;
+    RequestMetrics::Get().OnResponseMessage(resp);
     resp.EncodePieces(w, req_->api_version, &pieces);
     Response out;
     size_t h = 0;
@@ -208,6 +222,7 @@ class DelayedFetch : public DelayedOperation {
   Respond respond_;
   std::vector<std::shared_ptr<Partition>> partitions_;  // per requested partition, in order
   std::vector<bool> not_leader_;                        // likewise: led by another node
+  MetadataStore* metadata_ = nullptr;                   // the reassignment throttle's
   const NodeId replica_;  // the fetching follower, or -1 for a consumer
 };
 

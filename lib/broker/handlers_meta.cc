@@ -79,6 +79,7 @@ Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond 
   } else {
     // Before v4 there is no AllowAutoTopicCreation field: the broker setting decides.
     bool allow_auto = req->api_version < 4 || request.allow_auto_topic_creation;
+    const bool caught_up = ctx.metadata.CaughtUp();
     for (const auto& want : *request.topics) {
       if (want.name.empty() && !want.topic_id.is_zero()) {
         // v10+: asked for by topic id alone.
@@ -104,7 +105,12 @@ Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond 
         resp.topics.push_back(std::move(t));
         continue;
       }
-      auto info = ctx.metadata.GetOrCreateTopic(want.name, allow_auto);
+      // A node still catching up with the metadata log neither denies nor creates a topic its
+      // image lacks: it says LEADER_NOT_AVAILABLE, which clients retry without forgetting the
+      // topic. (UNKNOWN_TOPIC_OR_PARTITION made librdkafka drop the topic's partitions and then
+      // restore its producer state out of step: sequence errors, an epoch bump, and the batches
+      // it had in flight written a second time under the new epoch.)
+      auto info = ctx.metadata.GetOrCreateTopic(want.name, allow_auto && caught_up);
       if (info.ok()) {
         resp.topics.push_back(DescribeTopic(*info));
         continue;
@@ -112,7 +118,8 @@ Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond 
       protocol::MetadataResponse::Topic t;
       t.name = want.name;
       t.error_code = info.status().IsNotFound()
-                         ? Wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
+                         ? Wire(caught_up ? ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+                                          : ErrorCode::LEADER_NOT_AVAILABLE)
                          : Wire(protocol::ErrorCodeFromStatus(info.status()));
       if (!info.status().IsNotFound()) {
         LogWarn("metadata for topic " + want.name + ": " + info.status().ToString());

@@ -46,8 +46,15 @@ PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::s
   }
   Partition& part = **part_r;
   const storage::LogConfig cfg = part.config();
-  if (!part.is_leader()) {
+  if (!part.serves_as_leader()) {
     return fail(ErrorCode::NOT_LEADER_OR_FOLLOWER, part.name() + " is a follower here");
+  }
+  // A mirror topic is written only by `silt replicate` (SiltAppendBatches, handlers_mirror.cc)
+  // until it is promoted. POLICY_VIOLATION: a permanent error that clients report by name.
+  if (cfg.mirror()) {
+    return fail(ErrorCode::POLICY_VIOLATION,
+                "topic '" + topic + "' is a mirror topic (silt.mirror=true), written only by "
+                "silt replicate until promoted");
   }
   // acks=all with fewer in-sync replicas than min.insync.replicas is refused before the
   // append (Kafka's check, against the effective minimum: never more than the replicas).
@@ -140,6 +147,7 @@ struct AwaitedCommit {
   std::shared_ptr<Partition> partition;
   Offset needed;  // the high watermark that commits the batch: its last offset + 1
   int32_t min_insync_replicas = 1;  // the topic's config when the batch was appended
+  LeaderEpoch epoch = kNoLeaderEpoch;  // the partition's leader epoch just after the append
   bool done = false;                // answered (committed, or an error)
 };
 
@@ -149,7 +157,8 @@ struct AwaitedCommit {
 // checkEnoughReplicasReachOffset: a partition whose ISR shrank below min.insync.replicas by
 // the time its batch is committed answers NOT_ENOUGH_REPLICAS_AFTER_APPEND (the batch is in the
 // log, but not on as many replicas as asked), and one whose leadership moved away while
-// waiting NOT_LEADER_OR_FOLLOWER at once (BecomeFollower wakes the waiters).
+// waiting NOT_LEADER_OR_FOLLOWER at once (BecomeFollower wakes the waiters) — moved away means
+// another leader or a new epoch: a replica only without a role for a while keeps waiting.
 class DelayedProduce : public DelayedOperation {
  public:
   DelayedProduce(BrokerContext& ctx, std::shared_ptr<Request> req,
@@ -164,6 +173,7 @@ class DelayedProduce : public DelayedOperation {
   void Start(int64_t timeout_ms) {
     std::vector<std::shared_ptr<Partition>> parts;
     for (const AwaitedCommit& w : waits_) parts.push_back(w.partition);
+    CountWhileWaiting(RequestMetrics::Get().delayed_produces());
     DelayedOperation::Start(std::move(parts), WatchOffset::kHighWatermark,
                             std::max<int64_t>(timeout_ms, 0));
   }
@@ -178,8 +188,19 @@ class DelayedProduce : public DelayedOperation {
         w.response->base_offset = -1;
         w.done = true;
       };
-      if (!w.partition->alive() || !w.partition->is_leader()) {
+      if (!w.partition->alive()) {
         fail(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+      } else if (!w.partition->is_leader()) {
+        // A replica that stopped acting as leader without a new leader or epoch (it lost the
+        // controller for its session timeout) may lead again in the same epoch with the batch
+        // still in its log: NOT_LEADER_OR_FOLLOWER would tell the client the batch was not
+        // written (librdkafka then bumps its producer epoch and sends it again under new
+        // sequences, a duplicate). It waits instead, and times out as possibly written.
+        if (w.partition->leader().value() >= 0 || w.partition->leader_epoch() != w.epoch) {
+          fail(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        } else {
+          all = false;
+        }
       } else if (w.partition->high_watermark() >= w.needed) {
         storage::LogConfig cfg;
         cfg.min_insync_replicas = w.min_insync_replicas;
@@ -240,7 +261,8 @@ Status HandleProduce(BrokerContext& ctx, std::shared_ptr<Request> req, Respond r
                              request.acks);
       }
       if (o.error != ErrorCode::NONE) {
-        RequestMetrics::Get().OnError(req->api_key, Wire(o.error));
+        // Answered errors are counted when the response is encoded; acks=0 sends none.
+        if (request.acks == 0) RequestMetrics::Get().OnError(req->api_key, Wire(o.error));
       } else if (o.base_offset >= 0 && o.last_offset.value() >= o.base_offset) {
         RequestMetrics::Get().OnProduced(o.last_offset.value() - o.base_offset + 1);
       }
@@ -250,7 +272,8 @@ Status HandleProduce(BrokerContext& ctx, std::shared_ptr<Request> req, Respond r
         // high watermark has already passed it and nothing waits.
         awaited_at.emplace_back(resp.responses.size(), tr.partition_responses.size());
         waits.push_back(
-            AwaitedCommit{nullptr, o.partition, o.last_offset + 1, o.min_insync_replicas});
+            AwaitedCommit{nullptr, o.partition, o.last_offset + 1, o.min_insync_replicas,
+                          o.partition->leader_epoch()});
       }
       pr.error_code = Wire(o.error);
       pr.base_offset = o.base_offset;

@@ -32,7 +32,7 @@ TopicMetadata Describe(const storage::TopicInfo& t, NodeId local) {
   out.topic_id = t.topic_id;
   out.partition_count = t.partitions;
   out.configs = t.configs;
-  out.internal = t.name == protocol::kConsumerOffsetsTopic;
+  out.internal = protocol::IsInternalTopic(t.name);
   out.partitions.reserve(t.partitions);
   for (int32_t p = 0; p < t.partitions; ++p) {
     out.partitions.push_back(PartitionAssignment{PartitionId(p), local, LeaderEpoch(0), {local},
@@ -136,7 +136,7 @@ Status LocalMetadataStore::AlterTopicConfig(const std::string& name, const Confi
       return Status::InvalidArgument("Unknown topic config name: " + k);
     }
   }
-  storage::LogConfig probe = config_.log_defaults;
+  storage::LogConfig probe = dir_->defaults();
   SILT_TRY(probe.Apply(next));
   if (validate_only || next == t.configs) return Status::OK();
   std::vector<std::string> removed;
@@ -148,6 +148,13 @@ Status LocalMetadataStore::AlterTopicConfig(const std::string& name, const Confi
   std::string text;
   for (const auto& [k, v] : next) text += (text.empty() ? "" : ", ") + k + "=" + v;
   LogInfo("topic " + name + ": config overrides now {" + text + "}");
+  return Status::OK();
+}
+
+Status LocalMetadataStore::SetLogDefaults(const storage::LogConfig& defaults) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!dir_) return Status::InvalidArgument("the broker is closed");
+  dir_->SetDefaults(defaults);
   return Status::OK();
 }
 

@@ -36,6 +36,7 @@ class LocalMetadataStore : public MetadataStore, public LogProvider {
   Status DeleteTopic(const std::string& name) override;
   Status AddPartitions(const std::string& name, int32_t new_total) override;
   Result<storage::LogConfig> TopicConfig(const std::string& name) override;
+  Status SetLogDefaults(const storage::LogConfig& defaults) override;
   Status AlterTopicConfig(const std::string& name, const ConfigEdit& edit,
                           bool validate_only) override;
 

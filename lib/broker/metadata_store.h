@@ -97,11 +97,65 @@ class MetadataStore {
 
   // The brokers clients may use (Metadata's brokers). Empty: this node alone, as on a single
   // node; a cluster store lists the registered, unfenced brokers.
+  // Replaces the topic defaults (the broker's log.* configs, dynamic ones applied) for every
+  // topic without an override, live partitions included. Unsupported where the store cannot.
+  virtual Status SetLogDefaults(const storage::LogConfig&) {
+    return Status::Unsupported("dynamic broker configs are not supported here");
+  }
   virtual std::vector<BrokerEndpoint> Brokers() { return {}; }
+  // False while this node's view may still lack committed changes: a cluster node that has
+  // just started answers from an image the metadata log is still being replayed into, so a
+  // topic missing from it may well exist. A single node's store is always caught up.
+  virtual bool CaughtUp() const { return true; }
   // The controller's node id (NodeId(-1) while there is none). nullopt: this node.
   virtual std::optional<NodeId> Controller() { return std::nullopt; }
   // The metadata quorum's state as this node knows it. nullopt: no quorum (a single node).
   virtual std::optional<QuorumState> Quorum() { return std::nullopt; }
+
+  // Partition reassignment (Kafka's KIP-455) and leader elections (KIP-460). Each answers one
+  // Status per entry, in order: OK, NotFound for an unknown topic or partition, or
+  // InvalidArgument whose message starts with Kafka's error name (INVALID_REPLICA_ASSIGNMENT,
+  // NO_REASSIGNMENT_IN_PROGRESS, ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
+  // ELIGIBLE_LEADERS_NOT_AVAILABLE). A reassignment returns once started (the controller
+  // completes it when the new replicas are in sync); an election once applied. The defaults
+  // answer as Kafka does with one broker: its own replicas are the only valid target, there is
+  // never a reassignment to cancel or list, and no election is needed.
+  struct ReassignmentTarget {
+    std::string topic;
+    PartitionId partition;
+    std::optional<std::vector<NodeId>> replicas;  // nullopt: cancel the reassignment
+  };
+  virtual std::vector<Status> AlterPartitionReassignments(
+      const std::vector<ReassignmentTarget>& targets);
+  struct OngoingReassignment {
+    std::string topic;
+    PartitionId partition;
+    std::vector<NodeId> replicas;
+    std::vector<NodeId> adding_replicas;
+    std::vector<NodeId> removing_replicas;
+  };
+  // Every partition being reassigned, by topic and partition.
+  virtual std::vector<OngoingReassignment> ListPartitionReassignments() { return {}; }
+  struct ElectionTarget {
+    std::string topic;
+    PartitionId partition;
+  };
+  // `unclean`: elect the first live replica where no in-sync one can lead; else the preferred
+  // (first) replica. An empty `targets` means every partition, and then only the partitions that
+  // needed an election are answered (`elected` gets them; otherwise it is `targets`).
+  virtual std::vector<Status> ElectLeaders(bool unclean, const std::vector<ElectionTarget>& targets,
+                                           std::vector<ElectionTarget>* elected);
+
+  // The reassignment throttle (cluster mode; lib/cluster/reassignment.h): how many bytes a
+  // replica fetch by `follower` may read from the partition now, when the follower is one of
+  // the partition's adding replicas and the topic sets replica.reassignment.throttle.bytes;
+  // -1 (the default) when no throttle applies. What such a read returned is then charged with
+  // ChargeReplicaFetch. Thread-safe.
+  virtual int64_t ReplicaFetchAllowance(const std::string& topic, PartitionId partition,
+                                        NodeId follower) {
+    return -1;
+  }
+  virtual void ChargeReplicaFetch(const std::string& topic, int64_t bytes) {}
 
   // GetTopic, creating the topic with num.partitions when it is missing and both the broker
   // (auto.create.topics.enable) and the request allow it.

@@ -65,4 +65,16 @@ Result<ProducerId> FileProducerIdAllocator::Allocate() {
   return ProducerId(next_++);
 }
 
+Status FileProducerIdAllocator::ReserveThrough(ProducerId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (id.value() < next_) return Status::OK();
+  if (id.value() >= limit_) {
+    int64_t limit = id.value() + 1 + kProducerIdBlock;
+    SILT_TRY(WriteFileAtomic(path_, "next.producer.id=" + std::to_string(limit) + "\n"));
+    limit_ = limit;
+  }
+  next_ = id.value() + 1;
+  return Status::OK();
+}
+
 }  // namespace silt::broker

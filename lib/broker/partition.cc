@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/coding.h"
 #include "broker/logging.h"
 #include "broker/producer_recovery.h"
 #include "format/batch_header.h"
@@ -95,6 +96,30 @@ Offset Partition::log_end_offset() const {
   return log_ ? log_->log_end_offset() : kInvalidOffset;
 }
 
+int64_t Partition::size_bytes() const {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  return log_ ? log_->size_bytes() : 0;
+}
+
+std::vector<Partition::ProducerSummary> Partition::ActiveProducers() const {
+  std::vector<ProducerSummary> out;
+  std::lock_guard<std::mutex> lock(produce_mu_);
+  producers_.ForEach([&](ProducerId pid, const ProducerEntry& e) {
+    ProducerSummary s;
+    s.producer_id = pid;
+    s.epoch = e.epoch;
+    if (!e.batches.empty()) {
+      s.last_sequence = e.batches.back().last_seq;
+      s.last_timestamp = e.batches.back().max_timestamp;
+    }
+    out.push_back(s);
+  });
+  std::sort(out.begin(), out.end(), [](const ProducerSummary& a, const ProducerSummary& b) {
+    return a.producer_id.value() < b.producer_id.value();
+  });
+  return out;
+}
+
 Offset Partition::high_watermark() const { return Offset(high_watermark_.load()); }
 
 LeaderEpoch Partition::leader_epoch() const {
@@ -168,10 +193,21 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
     if (offline_.load()) return fail(ErrorCode::KAFKA_STORAGE_ERROR, name() + " is offline");
     std::lock_guard<std::mutex> lock(produce_mu_);
     // Under produce_mu_, which role changes take: this append sees one role and one epoch.
-    if (!is_leader()) {
+    if (!serves_as_leader()) {
       return fail(ErrorCode::NOT_LEADER_OR_FOLLOWER, name() + " is a follower here");
     }
     bool idempotent = h.producer_id >= 0 && h.base_sequence >= 0;
+    if (idempotent && h.base_sequence != 0) {
+      const ProducerEntry* known = producers_.Find(ProducerId(h.producer_id));
+      const int64_t since = leading_since_ms_.load();
+      if ((known == nullptr || known->epoch < 0) && since >= 0 &&
+          MonotonicMs() - since < unknown_producer_grace_ms_.load()) {
+        return fail(ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                    name() + " has no state for producer " + std::to_string(h.producer_id) +
+                        " and took over as leader recently: its batches must start again at "
+                        "the earliest unacknowledged one");
+      }
+    }
     if (idempotent) {
       ProducerBatch original;
       switch (producers_.Check(ProducerId(h.producer_id), h.producer_epoch, h.base_sequence,
@@ -224,6 +260,75 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
   return out;
 }
 
+Partition::MirrorAppend Partition::AppendMirrored(char* batches, size_t size, Offset expected) {
+  MirrorAppend out;
+  auto fail = [&out](ErrorCode c, std::string m) {
+    out.error = c;
+    out.message = std::move(m);
+    return out;
+  };
+  {
+    std::shared_lock<std::shared_mutex> life(life_mu_);
+    if (!log_) return fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "");
+    if (offline_.load()) return fail(ErrorCode::KAFKA_STORAGE_ERROR, name() + " is offline");
+    std::lock_guard<std::mutex> lock(produce_mu_);
+    out.log_end = log_->log_end_offset();
+    if (!is_leader()) return fail(ErrorCode::NOT_LEADER_OR_FOLLOWER, name() + " is a follower here");
+    // Every batch checked (framing, magic 2, CRC) before anything is written or patched.
+    std::string_view all(batches, size);
+    std::vector<std::pair<size_t, format::BatchHeader>> found;
+    const format::FramingLimits limits;
+    for (size_t at = 0; at < all.size();) {
+      format::BatchHeader h;
+      Status st = format::CheckBatchFraming(all.substr(at), limits, &h);
+      if (!st.ok()) {
+        return fail(ErrorCode::CORRUPT_MESSAGE,
+                    "batch at byte " + std::to_string(at) + ": " + st.message());
+      }
+      if (!found.empty() && h.base() < found.back().second.next()) {
+        return fail(ErrorCode::CORRUPT_MESSAGE, "batch at offset " + std::to_string(h.base_offset) +
+                                                    " overlaps the batch before it");
+      }
+      found.emplace_back(at, h);
+      at += static_cast<size_t>(h.size());
+    }
+    if (found.empty()) return out;  // nothing to append: the log end is the answer
+    if (expected != out.log_end) {
+      return fail(ErrorCode::SILT_OFFSET_MISMATCH,
+                  "expected offset " + std::to_string(expected.value()) + " but " + name() +
+                      " ends at " + std::to_string(out.log_end.value()));
+    }
+    if (found.front().second.base() < out.log_end) {
+      return fail(ErrorCode::SILT_OFFSET_MISMATCH,
+                  "first batch starts at offset " +
+                      std::to_string(found.front().second.base_offset) + ", below the log end " +
+                      std::to_string(out.log_end.value()));
+    }
+    const int32_t epoch = leader_epoch().value();
+    for (auto& [at, h] : found) {
+      EncodeBE32(batches + at + format::kPartitionLeaderEpochOffset, static_cast<uint32_t>(epoch));
+      h.partition_leader_epoch = epoch;
+    }
+    // Not marked as the appending thread, as in AppendAsFollower: a roll inside a multi-batch
+    // append would otherwise snapshot producer state lacking this call's earlier batches.
+    auto appended = log_->AppendWithOffsets(all);
+    if (!appended.ok()) {
+      LogError("mirror append to " + name() + ": " + appended.status().ToString());
+      out.log_end = log_->log_end_offset();
+      return fail(protocol::ErrorCodeFromStatus(appended.status()), appended.status().message());
+    }
+    for (const auto& [at, h] : found) producers_.Replay(h);
+    out.last_offset = appended->last_offset;
+    out.log_end = log_->log_end_offset();
+    if (!appended->flush_error.ok()) {
+      Status st = TakeOfflineAfter(appended->flush_error);
+      return fail(ErrorCode::KAFKA_STORAGE_ERROR, st.message());
+    }
+  }
+  OnLogEndMoved();
+  return out;
+}
+
 Result<Offset> Partition::AppendInternal(std::string* batch) {
   Offset base;
   {
@@ -231,7 +336,7 @@ Result<Offset> Partition::AppendInternal(std::string* batch) {
     if (!log_) return Status::NotFound(name() + " was deleted");
     if (offline_.load()) return Status::IOError(name() + " is offline");
     std::lock_guard<std::mutex> lock(produce_mu_);
-    if (!is_leader()) return Status::NotLeader(name() + " is a follower here");
+    if (!serves_as_leader()) return Status::NotLeader(name() + " is a follower here");
     int32_t epoch = leader_epoch().value();
     SILT_ASSIGN_OR_RETURN(storage::AppendResult r,
                           AppendingThread([&] { return log_->Append(batch, epoch); }));
@@ -568,6 +673,13 @@ bool Partition::is_leader() const {
   return leading_;
 }
 
+void Partition::SetLeaderLease(int64_t until_ms) { lease_until_ms_.store(until_ms); }
+
+bool Partition::serves_as_leader() const {
+  const int64_t until = lease_until_ms_.load();
+  return is_leader() && (until < 0 || MonotonicMs() <= until);
+}
+
 NodeId Partition::leader() const {
   std::lock_guard<std::mutex> lock(hw_mu_);
   return leader_;
@@ -605,7 +717,10 @@ ErrorCode Partition::CheckLeaderEpoch(int32_t current_leader_epoch, bool leader_
     if (current_leader_epoch < leader_epoch_.value()) return ErrorCode::FENCED_LEADER_EPOCH;
     if (current_leader_epoch > leader_epoch_.value()) return ErrorCode::UNKNOWN_LEADER_EPOCH;
   }
-  if (leader_only && !leading_) return ErrorCode::NOT_LEADER_OR_FOLLOWER;
+  if (leader_only) {
+    const int64_t until = lease_until_ms_.load();
+    if (!leading_ || (until >= 0 && MonotonicMs() > until)) return ErrorCode::NOT_LEADER_OR_FOLLOWER;
+  }
   return ErrorCode::NONE;
 }
 
@@ -618,6 +733,8 @@ void Partition::SetHighWatermarkHint(Offset hint) {
   std::lock_guard<std::mutex> lock(hw_mu_);
   hw_hint_ = hint;
 }
+
+void Partition::SetUnknownProducerGraceMs(int64_t ms) { unknown_producer_grace_ms_.store(ms); }
 
 Status Partition::BecomeLeader(LeaderEpoch epoch, int32_t partition_epoch,
                                std::vector<NodeId> replicas, std::vector<NodeId> isr) {
@@ -661,6 +778,7 @@ Status Partition::BecomeLeader(LeaderEpoch epoch, int32_t partition_epoch,
     replicas_ = std::move(replicas);
     isr_ = std::move(isr);
     partition_epoch_ = partition_epoch;
+    if (new_leader) leading_since_ms_.store(now);
     leading_ = true;
     leader_ = local_;
     SyncFollowersLocked();

@@ -109,7 +109,19 @@ class Partition {
   Offset log_start_offset() const;
   Offset log_end_offset() const;
   Offset high_watermark() const;
+  // Bytes in the log's segment files (0 once the partition is gone): /metrics and
+  // DescribeLogDirs.
+  int64_t size_bytes() const;
   LeaderEpoch leader_epoch() const;
+  // The idempotent producers known to this partition, ordered by producer id, with each one's
+  // epoch and latest batch (DescribeProducers).
+  struct ProducerSummary {
+    ProducerId producer_id;
+    int16_t epoch = -1;
+    int32_t last_sequence = -1;
+    int64_t last_timestamp = -1;
+  };
+  std::vector<ProducerSummary> ActiveProducers() const;
   // The topic config in force for this partition (a copy).
   storage::LogConfig config() const;
   // False once the partition is deleted or closed: every call then answers
@@ -124,6 +136,23 @@ class Partition {
   // when the batch is in the log. `config` is the one the caller validated the batch against
   // (config(), read once per request).
   ProduceAppend AppendFromProducer(char* batch, size_t size, const storage::LogConfig& config);
+  // SiltAppendBatches into a mirror topic, at the leader: appends `size` bytes at `batches`
+  // (whole v2 batches carrying their own offsets, checked for framing and CRC first) only when
+  // `expected` is the log end, like a follower's append: no offsets are assigned, later batches
+  // may leave gaps (a compacted source), control batches are kept, and each batch's producer
+  // state is applied as a replica's. The partitionLeaderEpoch field of each batch (outside the
+  // CRC) is restamped in place to this leader's epoch, so that the leader-epoch cache only ever
+  // holds this cluster's epochs. Errors (nothing written): SILT_OFFSET_MISMATCH when `expected`
+  // is not the log end or the first batch starts below it, CORRUPT_MESSAGE for a bad or partial
+  // batch, NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR. `last_offset` is the last appended
+  // batch's last offset; `log_end` the log end after the call, also on error.
+  struct MirrorAppend {
+    protocol::ErrorCode error = protocol::ErrorCode::NONE;
+    std::string message;
+    Offset last_offset = kInvalidOffset;
+    Offset log_end = kInvalidOffset;
+  };
+  MirrorAppend AppendMirrored(char* batches, size_t size, Offset expected);
   // Appends a batch the broker built itself (group metadata, offsets), with no producer checks.
   Result<Offset> AppendInternal(std::string* batch);
   // Delete-records: moves the log start to `offset` (-1: the high watermark). Offsets above
@@ -184,6 +213,27 @@ class Partition {
   Status BecomeFollower(LeaderEpoch epoch, int32_t partition_epoch, NodeId leader);
   // True while this replica leads (the single-node default).
   bool is_leader() const;
+  // The leader's lease (cluster mode): this replica acts as leader for clients (produce, fetch,
+  // the broker's own appends) only while MonotonicMs() <= `until_ms`. Cluster mode's replica
+  // manager renews it from the node's last contact with the controller plus the session
+  // timeout, so that a leader whose process was stopped, or that has been cut off from the
+  // controller, answers NOT_LEADER_OR_FOLLOWER from its first request on, before anything else
+  // of it has run. -1 (the default, a single node): no lease.
+  void SetLeaderLease(int64_t until_ms);
+  // For kUnknownProducerGraceMs after this replica starts leading (a BecomeLeader while not
+  // leading), a batch of an idempotent producer it holds no state for whose first sequence is
+  // not 0 is answered NOT_LEADER_OR_FOLLOWER and not appended: its earlier batches may have been
+  // refused while the replica opened, or taken by an old leader that never replicated them, and
+  // taking the later one first would leave a gap the client cannot see (librdkafka reports the
+  // earlier batches delivered once a later one is acknowledged). The client refreshes its
+  // metadata and sends its batches again in order. After the grace period any first sequence
+  // is taken, as in Kafka (producer state lost to retention). 10 s: many times a client's
+  // metadata refresh and retry backoff, short enough that a producer whose state really is gone
+  // waits only briefly. Tests may shorten it per partition.
+  static constexpr int64_t kUnknownProducerGraceMs = 10000;
+  void SetUnknownProducerGraceMs(int64_t ms);
+  // is_leader(), and the lease (if any) holds now.
+  bool serves_as_leader() const;
   // The leader this replica follows, or the local node while it leads; -1 when unknown.
   NodeId leader() const;
   int32_t partition_epoch() const;
@@ -198,7 +248,8 @@ class Partition {
   int32_t EffectiveMinIsr(const storage::LogConfig& config) const;
   // KIP-320 fencing, then the role: FENCED_LEADER_EPOCH when `current_leader_epoch` (>= 0) is
   // older than this replica's leader epoch, UNKNOWN_LEADER_EPOCH when newer, -1 skips the
-  // check; then NOT_LEADER_OR_FOLLOWER when `leader_only` and this replica follows; else NONE.
+  // check; then NOT_LEADER_OR_FOLLOWER when `leader_only` and this replica does not serve as
+  // leader (follows, or its lease ran out); else NONE.
   protocol::ErrorCode CheckLeaderEpoch(int32_t current_leader_epoch, bool leader_only) const;
   // The high watermark this replica had at its last clean stop (replication-offset-checkpoint),
   // applied at the first role change. Call before it; -1 forgets it.
@@ -329,6 +380,10 @@ class Partition {
   Follower* FindFollowerLocked(NodeId id);
   void SyncFollowersLocked();  // an entry for each replica, none for others
   std::atomic<int64_t> high_watermark_{0};
+  std::atomic<int64_t> lease_until_ms_{-1};
+  // MonotonicMs() when this replica last started leading; -1 before any BecomeLeader.
+  std::atomic<int64_t> leading_since_ms_{-1};
+  std::atomic<int64_t> unknown_producer_grace_ms_{kUnknownProducerGraceMs};
 
   std::mutex watch_mu_;
   std::vector<std::weak_ptr<PartitionWatcher>> log_end_watchers_;

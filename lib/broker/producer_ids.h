@@ -15,6 +15,12 @@ class ProducerIdAllocator {
  public:
   virtual ~ProducerIdAllocator() = default;
   virtual Result<ProducerId> Allocate() = 0;
+  // Makes every later Allocate() answer an id above `id`, durably: batches copied into a
+  // mirror topic keep the producer ids of the cluster they came from, and a producer given one
+  // of those here after promote would inherit that producer's sequence state. The default does
+  // nothing: the cluster's block allocator does not reserve yet (a known gap for multi-node
+  // destinations).
+  virtual Status ReserveThrough(ProducerId id) { return Status::OK(); }
 };
 
 // `<data-dir>/silt-producer-ids`: "next.producer.id=N". Ids are handed out in blocks so the
@@ -23,6 +29,7 @@ class FileProducerIdAllocator : public ProducerIdAllocator {
  public:
   static Result<std::unique_ptr<FileProducerIdAllocator>> Open(const std::string& data_dir);
   Result<ProducerId> Allocate() override;
+  Status ReserveThrough(ProducerId id) override;
 
  private:
   explicit FileProducerIdAllocator(std::string path) : path_(std::move(path)) {}

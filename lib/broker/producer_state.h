@@ -65,6 +65,11 @@ class ProducerStateTable {
   void Replay(const format::BatchHeader& h);
   size_t size() const { return producers_.size(); }
   const ProducerEntry* Find(ProducerId pid) const;
+  // Calls fn(pid, entry) for every producer, in no particular order.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const auto& [pid, e] : producers_) fn(pid, e);
+  }
   bool operator==(const ProducerStateTable&) const = default;
 
   // Writes the table as the snapshot `<dir>/ProducerSnapshotFileName(snapshot_offset)`, where

@@ -155,6 +155,7 @@ void Server::Impl::AdoptPeer(int fd, NodeId peer) {
     }
     socket.non_blocking(true, ec);
     ++open_connections;
+    RequestMetrics::Get().OnPeerConnectionAdopted();  // OnClosed counts it out like any other
     conn = std::make_shared<Connection>(std::move(socket), &env, peer.value());
     std::erase_if(connections, [](const std::weak_ptr<Connection>& c) { return c.expired(); });
     connections.push_back(conn);
@@ -224,6 +225,7 @@ Result<std::unique_ptr<Server>> Server::Start(const BrokerConfig& config,
     (void)RequestMetrics::Get();  // every request series exists from the first scrape
     impl->metrics_collector = AddBrokerCollector(&impl->broker->partitions(),
                                                  &impl->broker->metadata(),
+                                                 &impl->broker->groups(),
                                                  impl->broker->node().node_id);
     auto m = MetricsHttpServer::Start(config.metrics_host, config.metrics_port);
     if (!m.ok()) {

@@ -14,21 +14,6 @@ using protocol::ErrorCode;
 
 namespace {
 
-// Runs `attempt` until it succeeds, fails for good, or the retry time passes. `attempt` returns
-// OK, or a Status; `*retry` says whether the failure may be retried.
-template <typename Fn>
-Status Retrying(Cluster* cluster, Fn&& attempt) {
-  const int64_t deadline = MonotonicMs() + cluster->options().retry_timeout_ms;
-  int backoff = cluster->options().retry_backoff_ms;
-  for (;;) {
-    bool retry = false;
-    Status st = attempt(&retry);
-    if (st.ok() || !retry || MonotonicMs() >= deadline) return st;
-    std::this_thread::sleep_for(std::chrono::milliseconds(backoff));
-    backoff = std::min(backoff * 2, 1000);
-  }
-}
-
 // The controller (for topic changes), or any broker when the controller is unknown.
 Result<Connection*> Controller(Cluster* cluster) {
   SILT_ASSIGN_OR_RETURN(auto meta, cluster->FetchMetadata(std::vector<std::string>{}, false));
@@ -593,6 +578,7 @@ class NetAdmin : public Admin {
       pd.leader = p.leader;
       pd.replicas = p.replicas;
       pd.isr = p.isr;
+      pd.offline_replicas = p.offline_replicas;
       pd.log_start_offset = starts[p.partition];
       pd.log_end_offset = ends[p.partition];
       d.partitions.push_back(std::move(pd));

@@ -168,6 +168,7 @@ struct PartitionDescription {
   std::optional<int32_t> leader;  // none in a data dir (no nodes there)
   std::vector<int32_t> replicas;  // empty in a data dir
   std::vector<int32_t> isr;
+  std::vector<int32_t> offline_replicas;  // over the network only
   int64_t log_start_offset = 0;
   int64_t log_end_offset = 0;
   std::optional<int64_t> size_bytes;  // data dir only (no DescribeLogDirs over the network yet)

@@ -126,6 +126,7 @@ Result<protocol::MetadataResponse> Cluster::FetchMetadata(
       pm.error_code = p.error_code;
       pm.replicas = p.replica_nodes;
       pm.isr = p.isr_nodes;
+      pm.offline_replicas = p.offline_replicas;
       m.partitions.push_back(std::move(pm));
     }
     std::sort(m.partitions.begin(), m.partitions.end(),

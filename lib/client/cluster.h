@@ -4,13 +4,17 @@
 // (a consumer's heartbeat thread opens its own Cluster).
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/status.h"
 #include "net/connection.h"
 #include "protocol/errors.h"
@@ -40,6 +44,7 @@ struct PartitionMeta {
   int16_t error_code = 0;
   std::vector<int32_t> replicas;
   std::vector<int32_t> isr;
+  std::vector<int32_t> offline_replicas;  // Metadata v5+
 };
 
 struct TopicMeta {
@@ -101,5 +106,21 @@ class Cluster {
   std::map<std::string, int32_t> coordinators_;
   size_t next_bootstrap_ = 0;
 };
+
+// Runs `attempt` until it succeeds, fails for good, or the cluster's retry time passes, backing
+// off from retry_backoff_ms up to 1 s. `attempt(bool* retry)` returns OK, or a Status with
+// `*retry` saying whether the failure may be retried (after a metadata refresh it does itself).
+template <typename Fn>
+Status Retrying(Cluster* cluster, Fn&& attempt) {
+  const int64_t deadline = MonotonicMs() + cluster->options().retry_timeout_ms;
+  int backoff = cluster->options().retry_backoff_ms;
+  for (;;) {
+    bool retry = false;
+    Status st = attempt(&retry);
+    if (st.ok() || !retry || MonotonicMs() >= deadline) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff));
+    backoff = std::min(backoff * 2, 1000);
+  }
+}
 
 }  // namespace silt::client

@@ -34,7 +34,7 @@ class LocalAdmin : public Admin {
     TopicDescription d;
     d.name = info->name;
     if (!info->topic_id.empty()) d.topic_id = info->topic_id;
-    d.internal = topic == protocol::kConsumerOffsetsTopic;
+    d.internal = protocol::IsInternalTopic(topic);
     d.partition_count = info->partitions;
     d.configs = info->configs;
     d.effective_configs = config.ToMap();

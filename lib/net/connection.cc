@@ -48,11 +48,14 @@ const std::pair<int16_t, int16_t>* ClientVersionRange(ApiKey key) {
   static thread_local std::pair<int16_t, int16_t> range;
   const protocol::ApiInfo* info = protocol::FindApi(key);
   if (info == nullptr) return nullptr;
-  // The non-flexible versions, and Metadata's flexible ones (v10+ carry topic ids) and
-  // DescribeQuorum's (flexible from v0): the client has been checked against Kafka's own bytes
-  // only for those.
-  int16_t max = key == ApiKey::kMetadata || key == ApiKey::kDescribeQuorum
-                    ? info->max_version
+  // The non-flexible versions, and Metadata's flexible ones (v10+ carry topic ids) and those of
+  // DescribeQuorum, ElectLeaders and the partition reassignments (flexible from v0 or v2): the
+  // client has been checked against Kafka's own bytes only for those.
+  const bool all = key == ApiKey::kMetadata || key == ApiKey::kDescribeQuorum ||
+                   key == ApiKey::kElectLeaders ||
+                   key == ApiKey::kAlterPartitionReassignments ||
+                   key == ApiKey::kListPartitionReassignments;
+  int16_t max = all ? info->max_version
                     : std::min<int16_t>(info->max_version, info->first_flexible_version - 1);
   range = {info->min_version, max};
   return &range;

@@ -14,12 +14,17 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "base/coding.h"
 #include "base/status.h"
 #include "protocol/api_table.h"
 #include "protocol/header.h"
+
+namespace silt::protocol {
+struct FetchResponse;
+}  // namespace silt::protocol
 
 namespace silt::net {
 
@@ -77,6 +82,9 @@ class Connection {
   // Send, then Receive its answer and decode it.
   template <class Req, class Resp>
   Status Call(const Req& req, Resp* resp, int16_t version = -1, int timeout_ms = -1) {
+    static_assert(!std::is_same_v<Resp, protocol::FetchResponse>,
+                  "a FetchResponse's record sets are views into the answer's bytes, which Call "
+                  "frees on return: Send and Receive into a buffer that outlives the response");
     if (version < 0) {
       SILT_ASSIGN_OR_RETURN(version, RequireVersion(Req::kApiKey));
     }

@@ -671,6 +671,24 @@ Status DataDir::AddPartitions(const std::string& name, int32_t new_total) {
   return Status::OK();
 }
 
+void DataDir::SetDefaults(const LogConfig& defaults) {
+  Impl& im = *impl_;
+  std::lock_guard l(im.mu);
+  im.options.defaults = defaults;
+  for (auto& [k, log] : im.logs) {
+    auto t = im.topics.find(k.first);
+    if (t == im.topics.end()) continue;
+    LogConfig cfg = defaults;
+    // Overrides were checked when stored; one that no longer applies keeps the default.
+    if (cfg.Apply(t->second.configs).ok()) log->UpdateConfig(cfg);
+  }
+}
+
+LogConfig DataDir::defaults() const {
+  std::lock_guard l(impl_->mu);
+  return impl_->options.defaults;
+}
+
 Result<LogConfig> DataDir::TopicConfig(const std::string& name) const {
   std::lock_guard l(impl_->mu);
   auto it = impl_->topics.find(name);

@@ -102,6 +102,10 @@ class DataDir {
   Status AddPartitions(const std::string& name, int32_t new_total);
   // The effective config of a topic: defaults with its overrides applied.
   Result<LogConfig> TopicConfig(const std::string& name) const;
+  // Replaces the configs of topics that do not override them (a broker's dynamic log.* keys)
+  // and hands every open log its new effective config. Not stored: the caller keeps them.
+  void SetDefaults(const LogConfig& defaults);
+  LogConfig defaults() const;
 
   // The open log of one partition (opened on first use, kept open until Close()).
   Result<PartitionLog*> Partition(const std::string& topic, int32_t partition);

@@ -54,12 +54,21 @@ Status CheckPassThrough(const std::string& key, const std::string& value, bool* 
     return ParseRange(key, value, lo, INT64_MAX, &n);
   }
   if (key == "max.compaction.lag.ms") return ParseRange(key, value, 1, INT64_MAX, &n);
+  // silt's own: the cluster's reassignment throttle (lib/cluster/reassignment.h).
+  if (key == "replica.reassignment.throttle.bytes") {
+    return ParseRange(key, value, 1, INT64_MAX, &n);
+  }
   if (key == "preallocate" || key == "unclean.leader.election.enable" ||
       key == "message.downconversion.enable" || key == "remote.storage.enable") {
     if (!ParseBool(value)) return Bad(key, value, "true or false");
     return Status::OK();
   }
   if (key == "message.format.version") return Status::OK();
+  // silt's own: the topic is a mirror written only by `silt replicate` (LogConfig::mirror()).
+  if (key == LogConfig::kMirrorKey) {
+    if (!ParseBool(value)) return Bad(key, value, "true or false");
+    return Status::OK();
+  }
   *known = false;
   return Status::OK();
 }
@@ -70,7 +79,7 @@ const std::set<std::string>& PassThroughKeys() {
       "message.timestamp.after.max.ms", "local.retention.ms", "local.retention.bytes",
       "max.compaction.lag.ms", "preallocate",
       "unclean.leader.election.enable", "message.downconversion.enable", "remote.storage.enable",
-      "message.format.version"};
+      "message.format.version", LogConfig::kMirrorKey, "replica.reassignment.throttle.bytes"};
   return keys;
 }
 

@@ -32,6 +32,15 @@ struct LogConfig {
   // not acted upon.
   std::map<std::string, std::string> other;
 
+  // silt.mirror=true: a mirror topic, copied into by `silt replicate` with its own offsets
+  // (SiltAppendBatches) and refused to ordinary producers until promoted (the key deleted or
+  // set to false). Kept in `other`, like Kafka's pass-through keys.
+  static constexpr const char* kMirrorKey = "silt.mirror";
+  bool mirror() const {
+    auto it = other.find(kMirrorKey);
+    return it != other.end() && it->second == "true";
+  }
+
   bool log_append_time() const { return message_timestamp_type == "LogAppendTime"; }
   // cleanup.policy includes compact (the log cleaner keeps the latest record of each key).
   bool compact() const { return cleanup_policy.find("compact") != std::string::npos; }

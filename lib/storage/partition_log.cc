@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <utility>
 #include <mutex>
@@ -24,6 +25,7 @@
 
 #include "base/clock.h"
 #include "base/coding.h"
+#include "base/metrics.h"
 #include "base/crc32c.h"
 #include "format/batch_header.h"
 #include "format/layout.h"
@@ -110,10 +112,13 @@ struct PartitionLog::Impl {
 
   Status NewSegmentLocked(Offset base) {
     // Called with append_mu held; takes mu for the list change.
+    static metrics::Counter& rolls = metrics::Default().GetCounter(
+        "silt_log_segment_rolls_total", "New active segments started after a full or old one");
     if (!segments.empty()) {
       auto act = active();
       if (act->size() == 0 && act->base_offset() == base) return Status::OK();
       SILT_TRY(act->OnBecomeInactive());
+      rolls.Inc();
     }
     SILT_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, Segment::Create(dir, base));
     std::unique_lock l(mu);
@@ -183,6 +188,18 @@ struct PartitionLog::Impl {
 
   Status FlushLocked() {
     if (read_only) return Status::OK();
+    static metrics::Histogram& latency = metrics::Default().GetHistogram(
+        "silt_log_flush_duration_seconds",
+        "Time of each log flush: the fsyncs of segments, indexes and the directory",
+        metrics::LatencyBuckets());
+    const auto started = std::chrono::steady_clock::now();
+    Status s = FlushFilesLocked();
+    latency.Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    return s;
+  }
+
+  Status FlushFilesLocked() {
     std::vector<std::shared_ptr<Segment>> todo;
     {
       std::shared_lock l(mu);

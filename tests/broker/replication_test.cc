@@ -3,6 +3,8 @@
 // log-end read goes into the follower's AppendAsFollower, the follower's fetch offset into the
 // leader's RecordFollowerFetch, the leader's high watermark back to the follower).
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "base/clock.h"
 #include "base/file.h"
@@ -468,4 +470,80 @@ TEST_CASE("the first role change starts the high watermark at the restart hint, 
   OffsetAnswer latest = c.part->ListOffset(-1);
   CHECK(latest.error == protocol::ErrorCode::NONE);
   CHECK(latest.offset == Offset(3));
+}
+
+// A leader whose process was stopped past its session, or that lost the controller, must not
+// answer clients from its stale role for even one request: the lease is checked by each request.
+TEST_CASE("a leader whose lease ran out answers NOT_LEADER_OR_FOLLOWER to produce and fetch, "
+          "and serves again under a renewed lease") {
+  using protocol::ErrorCode;
+  Replica a(kA);
+  REQUIRE(a.part->BecomeLeader(LeaderEpoch(1), 1, {kA, kB}, {kA}).ok());
+  // No lease (a single node): always leader.
+  CHECK(a.part->serves_as_leader());
+  CHECK(a.Produce(MakeBatch(2)) == 0);
+
+  a.part->SetLeaderLease(MonotonicMs() + 60000);
+  CHECK(a.part->serves_as_leader());
+  CHECK(a.part->CheckLeaderEpoch(-1, /*leader_only=*/true) == ErrorCode::NONE);
+  CHECK(a.Produce(MakeBatch(1)) == 2);
+
+  a.part->SetLeaderLease(MonotonicMs() - 1);
+  CHECK(a.part->is_leader());  // its role is unchanged: only the lease ran out
+  CHECK_FALSE(a.part->serves_as_leader());
+  CHECK(a.part->CheckLeaderEpoch(-1, true) == ErrorCode::NOT_LEADER_OR_FOLLOWER);
+  CHECK(a.part->CheckLeaderEpoch(1, true) == ErrorCode::NOT_LEADER_OR_FOLLOWER);
+  // KIP-320 fencing still comes first, and a non-leader-only check is not the lease's business.
+  CHECK(a.part->CheckLeaderEpoch(0, true) == ErrorCode::FENCED_LEADER_EPOCH);
+  CHECK(a.part->CheckLeaderEpoch(-1, false) == ErrorCode::NONE);
+  ErrorCode error = ErrorCode::NONE;
+  a.Produce(MakeBatch(1), &error);
+  CHECK(error == ErrorCode::NOT_LEADER_OR_FOLLOWER);
+  std::string internal = MakeBatch(1);
+  CHECK(a.part->AppendInternal(&internal).status().code() == Status::Code::kNotLeader);
+  CHECK(a.part->log_end_offset() == Offset(3));
+
+  a.part->SetLeaderLease(MonotonicMs() + 60000);
+  CHECK(a.Produce(MakeBatch(1)) == 3);
+}
+
+// A producer's first batch refused while the replica opened (or taken by an old leader that never
+// replicated it) must not be overtaken by its next one: the client would report it delivered.
+TEST_CASE("for a grace period after it starts leading, a partition refuses an unknown producer's "
+          "batch that does not start at sequence 0, and takes any start after it") {
+  Replica a(kA);
+  REQUIRE(a.part->BecomeLeader(LeaderEpoch(1), 0, {kA}, {kA}).ok());
+  CHECK(Partition::kUnknownProducerGraceMs == 10000);
+
+  protocol::ErrorCode e = protocol::ErrorCode::NONE;
+  a.Produce(IdempotentBatch(2, 7001, 3), &e);
+  CHECK(e == protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER);
+  CHECK(a.part->log_end_offset() == Offset(0));
+
+  // Sequence 0 is taken, and the producer's next batches after it.
+  CHECK(a.Produce(IdempotentBatch(3, 7001, 0)) == 0);
+  CHECK(a.Produce(IdempotentBatch(2, 7001, 3)) == 3);
+  // A non-idempotent batch is not concerned.
+  CHECK(a.Produce(MakeBatch(1)) == 5);
+
+  // After the grace period another unknown producer is taken at any sequence.
+  a.part->SetUnknownProducerGraceMs(200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(a.Produce(IdempotentBatch(2, 7002, 3)) == 6);
+  CHECK(a.part->log_end_offset() == Offset(8));
+}
+
+TEST_CASE("the unknown-producer grace period starts again when a follower becomes leader") {
+  Replica a(kA);
+  a.part->SetUnknownProducerGraceMs(200);
+  REQUIRE(a.part->BecomeLeader(LeaderEpoch(1), 0, {kA, kB}, {kA, kB}).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(a.Produce(IdempotentBatch(1, 7003, 4)) == 0);
+  REQUIRE(a.part->BecomeFollower(LeaderEpoch(2), 1, kB).ok());
+  REQUIRE(a.part->BecomeLeader(LeaderEpoch(3), 2, {kA, kB}, {kA}).ok());
+  protocol::ErrorCode e = protocol::ErrorCode::NONE;
+  a.Produce(IdempotentBatch(1, 7004, 4), &e);
+  CHECK(e == protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER);
+  // A producer the log holds is known: its next sequence is taken at once.
+  CHECK(a.Produce(IdempotentBatch(1, 7003, 5)) == 1);
 }

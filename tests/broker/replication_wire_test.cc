@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/clock.h"
 #include "broker/local_metadata_store.h"
 #include "broker/partition.h"
 #include "broker/partition_manager.h"
@@ -317,6 +318,37 @@ TEST_CASE("acks=all: NOT_ENOUGH_REPLICAS before the append, NOT_ENOUGH_REPLICAS_
   CHECK(OnlyPartition(fr).error_code == Wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
   CHECK(ListLatest(c, "mi").error_code == Wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
   CHECK(ListLatest(c, "mi", -1, -2).error_code == 0);
+}
+
+TEST_CASE("acks=all keeps waiting while its leader is only without a role, and answers once it "
+          "leads again in the same epoch") {
+  ClusterBroker b;
+  Client c(b.port);
+  CreateTopicWithConfig(c, "nr", "min.insync.replicas", "2");
+  auto part = b.Get("nr");
+  REQUIRE(part->BecomeLeader(LeaderEpoch(1), 0, {kLocal, kFollower}, {kLocal}).ok());
+  part->SetIsr({kLocal, kFollower});
+  const std::string batch = MakeBatch(2);
+  protocol::ProduceRequest p = MakeProduce("nr", 0, batch, -1);
+  p.timeout_ms = 20000;
+  protocol::ProduceResponse pr;
+  c.Send(p, 8, 21);
+  // Appended and waiting for the follower (a slow machine may take a while to append).
+  const auto appended_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (part->log_end_offset() < Offset(2) && std::chrono::steady_clock::now() < appended_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(part->log_end_offset() == Offset(2));
+  REQUIRE(c.Receive(&pr, 8, 100) == -1);
+  // Cut off from the controller: no leader, same epoch. The batch stays in the log, so the
+  // client must not hear NOT_LEADER_OR_FOLLOWER ("not written").
+  REQUIRE(part->BecomeFollower(LeaderEpoch(1), 0, NodeId(-1)).ok());
+  CHECK(c.Receive(&pr, 8, 300) == -1);
+  REQUIRE(part->BecomeLeader(LeaderEpoch(1), 0, {kLocal, kFollower}, {kLocal, kFollower}).ok());
+  part->RecordFollowerFetch(kFollower, Offset(2), Offset(0), MonotonicMs());
+  REQUIRE(c.Receive(&pr, 8, 5000) == 21);
+  CHECK(OnlyPartition(pr).error_code == 0);
+  CHECK(OnlyPartition(pr).base_offset == 0);
 }
 
 TEST_CASE("acks=all answers REQUEST_TIMED_OUT when the follower never fetches") {

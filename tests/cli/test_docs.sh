@@ -124,9 +124,13 @@ else
   skip_part client "troff warnings: man or groff is not installed"
 fi
 # examples/README.md lists every example.
-for script in "$SILT_SOURCE_DIR"/examples/*.sh; do
+for script in "$SILT_SOURCE_DIR"/examples/*.sh "$SILT_SOURCE_DIR"/examples/*.yml; do
   name=$(basename "$script")
   if grep -q "\`$name" "$SILT_SOURCE_DIR/examples/README.md"; then pass; else fail "examples/README.md does not list $name"; fi
+done
+# Every metric the example scrape configuration names is one silt-serve(1) documents.
+for metric in $(grep -oE 'silt_[a-z_]+' "$SILT_SOURCE_DIR/examples/prometheus.yml" | sed 's/_bucket$//' | sort -u); do
+  if grep -q "^\.B $metric" "$SILT_SOURCE_DIR/man/silt-serve.1"; then pass; else fail "examples/prometheus.yml names $metric, which silt-serve(1) does not document"; fi
 done
 # Human sizes on a terminal, as silt.1 promises; exact bytes in a pipe.
 if command -v script >/dev/null; then

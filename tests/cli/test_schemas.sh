@@ -84,7 +84,8 @@ PY
   if [ "$RC" -eq 0 ]; then pass; else fail "$what: $OUT $ERR"; fi
 }
 
-compare "topic describe" "$TMP/local-topic.json" "$TMP/net-topic.json" "leader,size,segments"
+compare "topic describe" "$TMP/local-topic.json" "$TMP/net-topic.json" \
+  "leader,size,segments,offline_replicas,under_replicated,offline"
 compare "topic list" "$TMP/local-topics.json" "$TMP/net-topics.json" ""
 compare "group list" "$TMP/local-groups.json" "$TMP/net-groups.json" ""
 compare "group describe" "$TMP/local-group.json" "$TMP/net-group.json" "member_id,host,client_id"

@@ -17,12 +17,12 @@ expect_usage "misspelt subcommand" \
 expect_usage "misspelt subcommand, two letters swapped" \
   "unknown subcommand 'gruop' for 'silt' (did you mean 'group'?)" "$SILT" gruop list
 expect_usage "unknown sub-subcommand lists the real ones" \
-  "unknown subcommand 'ls' for 'silt topic': expected create, list, describe, delete or alter-config" \
+  "unknown subcommand 'ls' for 'silt topic': expected create, list, describe, delete, alter-config or reassign" \
   "$SILT" topic ls
 expect_usage "misspelt sub-subcommand" \
   "unknown subcommand 'delte' for 'silt group' (did you mean 'delete'?)" "$SILT" group delte g
 expect_usage "no subcommand" \
-  "'silt topic' needs a subcommand: create, list, describe, delete or alter-config" "$SILT" topic
+  "'silt topic' needs a subcommand: create, list, describe, delete, alter-config or reassign" "$SILT" topic
 run "$SILT"
 assert_contains "$ERR" "'silt' needs a subcommand: produce, consume," "no subcommand at all"
 expect_usage "misspelt option" \
