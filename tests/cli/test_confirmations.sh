@@ -51,4 +51,22 @@ assert_eq "" "$OUT$ERR" "topic delete in a pipe prints nothing"
 SILT_PROGRESS_DELAY_MS=0 on_tty "$SILT" verify-crc "$SILT_DATA_DIR"
 assert_contains "$OUT" "verifying $SILT_DATA_DIR: 1 of " "verify-crc of a data dir shows partitions checked on a terminal"
 
+# Repair of several damaged partitions shows how far it is on a terminal, and only the repair
+# lines in a pipe.
+"$SILT" topic create dmg --partitions 3 >/dev/null
+for p in 0 1 2; do
+  for i in 1 2 3; do printf 'r%s-%s\n' "$p" "$i" | "$SILT" produce -t dmg -p "$p"; done
+  seg="$SILT_DATA_DIR/dmg-$p/00000000000000000000.log"
+  second=$("$SILT" dump-segment --format json "$seg" | sed -n 2p | sed -E 's/.*"position":([0-9]+).*/\1/')
+  printf '\xff' | dd of="$seg" bs=1 seek=$((second + 70)) conv=notrunc status=none
+done
+cp -r "$SILT_DATA_DIR" "$SILT_DATA_DIR.copy"
+SILT_PROGRESS_DELAY_MS=0 on_tty "$SILT" verify-crc --repair "$SILT_DATA_DIR"
+assert_contains "$OUT" "repairing: " "repair of a data dir shows its progress on a terminal"
+assert_contains "$OUT" "of 3 partitions" "the repair progress counts damaged partitions"
+run "$SILT" consume -t dmg -p 1 --format '%s\n'
+assert_eq "$(printf 'r1-1\nr1-3')" "$OUT" "repair kept the batches on both sides of the damage"
+SILT_PROGRESS_DELAY_MS=0 run "$SILT" verify-crc --repair "$SILT_DATA_DIR.copy"
+assert_not_contains "$ERR" "partitions" "repair in a pipe shows no progress"
+
 finish

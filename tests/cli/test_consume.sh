@@ -59,6 +59,14 @@ expect_fail 2 "unknown template token" "$SILT" consume -t t --format '%q'
 printf 'x\n' | "$SILT" produce -t nulls -H only-key-header=
 run "$SILT" consume -t nulls --format json
 assert_contains "$OUT" '"key":null' "a null key prints as null"
+# kcat's length tokens and NULL marker: %K and %S are the key's and value's lengths, -1 for
+# a null; -Z prints a null as NULL, so that it differs from an empty key or value.
+printf 'abc\n\n' | "$SILT" produce -t lens -p 0 -k wxyz
+printf 'hello\n' | "$SILT" produce -t lens -p 0
+run "$SILT" consume -t lens --format '%K|%S|%k|%s\n'
+assert_eq "$(printf '4|3|wxyz|abc\n4|0|wxyz|\n-1|5||hello')" "$OUT" "%K and %S print lengths, -1 for a null key"
+run "$SILT" consume -t lens -Z --format '%k|%s\n'
+assert_eq "$(printf 'wxyz|abc\nwxyz|\nNULL|hello')" "$OUT" "-Z prints a null key as NULL and an empty value as nothing"
 
 # JSON round trip, byte for byte, with binary keys, values and headers.
 python_gen() {

@@ -11,10 +11,9 @@ every partition to the end and every replica's data dir, and checks:
   replicas       every replica's batches below the high watermark are the same (offsets, leader
                  epoch, CRC, size) on every node
 
-Criteria that need partition replication (followers, ISR) are marked per case; while the ISR of
-every partition is the leader alone (replication not built yet) they are *expected failures*:
-reported as XFAIL (or "not checkable"), never as passes, and the test's exit status does not
-count them. Once any partition has an ISR of more than one, they are asserted like the others.
+Criteria that need partition replication (followers, ISR) are marked per case: a run in which
+no partition ever had an ISR of more than one member fails them, since replication could not
+have been exercised (the replicas would agree trivially).
 
   test_faults.py                      every case, short (a few seconds of load each)
   test_faults.py --long               every case, a minute of load, a fault every few seconds
@@ -22,7 +21,7 @@ count them. Once any partition has an ISR of more than one, they are asserted li
   test_faults.py --results DIR        write DIR/<case>.json and DIR/<case>.history.jsonl
   test_faults.py --replicas CASE --results DIR
                                       judge the replication criteria of an earlier run of CASE
-                                      (exit 0 pass, 1 fail, 77 expected failure / not checkable)
+                                      (exit 0 pass, 1 fail)
 Exit status: 0 when every asserted criterion of every case holds, 1 otherwise, 77 when the
 clients are missing.
 """
@@ -358,7 +357,7 @@ def run_case(name, long_mode, results, seed):
     judged = {}
     for k, ok in crit.items():
         if k in needs_replication and not replicated:
-            judged[k] = "xpass?" if ok else "xfail"
+            judged[k] = "fail"  # every ISR was the leader alone: nothing was replicated
         else:
             judged[k] = "pass" if ok else "fail"
     out["criteria"] = judged
@@ -390,12 +389,9 @@ def judge_replicas(name, results):
         print("FAIL: no result for case %s at %s (did the case run?)" % (name, path))
         return 1
     if not out.get("replication_present"):
-        print("XFAIL (expected failure, not a pass): case %s: the replicas criterion needs "
-              "partition replication; every ISR was the leader alone (isr max %d); %d of %d "
-              "partitions differ between replicas"
-              % (name, out.get("isr_max", 0), out.get("replica_divergent_partitions", 0),
-                 len(out.get("high_watermarks", {}))))
-        return SKIP_EXIT_CODE
+        print("FAIL: case %s: every ISR was the leader alone (isr max %d): nothing was "
+              "replicated, so the replicas criterion cannot hold" % (name, out.get("isr_max", 0)))
+        return 1
     if out["criteria"].get("replicas") == "pass":
         print("PASS: case %s: every replica identical below the high watermark" % name)
         return 0
@@ -447,8 +443,7 @@ def main():
     if failed:
         print("FAIL: %d of %d cases: %s" % (len(failed), len(outs), " ".join(failed)))
         sys.exit(1)
-    print("PASS: %d case(s); criteria that need replication are reported as xfail, not passed"
-          % len(outs))
+    print("PASS: %d case(s)" % len(outs))
 
 
 if __name__ == "__main__":
