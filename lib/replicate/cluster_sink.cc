@@ -119,6 +119,11 @@ class ClusterSink : public Sink {
     return Offset(r.log_end_offset);
   }
 
+  Result<Offset> LogStart(const std::string& topic, int32_t partition) override {
+    SILT_ASSIGN_OR_RETURN(auto first, client::ListOffsets(c(), topic, {{partition, -2}}));
+    return Offset(first[partition]);
+  }
+
   Result<std::string> ReadBack(const std::string& topic, int32_t partition, Offset from,
                                int64_t max_bytes) override {
     SILT_ASSIGN_OR_RETURN(Fetched f, Fetch(topic, partition, from.value(), max_bytes));

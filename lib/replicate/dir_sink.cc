@@ -187,6 +187,11 @@ class DirSink final : public Sink {
     return log->log_end_offset();
   }
 
+  Result<Offset> LogStart(const std::string& topic, int32_t partition) override {
+    SILT_ASSIGN_OR_RETURN(storage::PartitionLog * log, dir_->Partition(topic, partition));
+    return log->log_start_offset();
+  }
+
   Result<std::string> ReadBack(const std::string& topic, int32_t partition, Offset from,
                                int64_t max_bytes) override {
     SILT_ASSIGN_OR_RETURN(storage::PartitionLog * log, dir_->Partition(topic, partition));

@@ -117,6 +117,11 @@ class Sink {
   virtual Status EnsureTopic(const TopicDesc& topic, bool copy_configs) = 0;
   // The destination's log end for a partition (0 for a new one).
   virtual Result<Offset> LogEnd(const std::string& topic, int32_t partition) = 0;
+  // The destination's first offset for a partition (where a copy made --from a time or the
+  // end begins); only offset-preserving sinks need it.
+  virtual Result<Offset> LogStart(const std::string& /*topic*/, int32_t /*partition*/) {
+    return Offset(0);
+  }
   // Whole batches stored at the destination from the one holding `from` on, to compare the
   // destination's tail with the source before continuing (divergence check).
   virtual Result<std::string> ReadBack(const std::string& topic, int32_t partition, Offset from,

@@ -462,10 +462,13 @@ Status Replicator::PromoteAll() {
                                          ": not promoted: the destination ends at " +
                                          std::to_string(dest_end.value()) + ", not at " +
                                          std::to_string(p->expected.value())));
+        // Every batch the destination holds is compared with the source's, from the
+        // destination's first batch (a copy made --from a time or the end starts past the
+        // source's log start; VerifyTail starts no earlier than the source's log start).
+        SILT_ASSIGN_OR_RETURN(Offset from, sink_->LogStart(p->topic, p->partition));
         const bool truncate = options_.truncate_destination;
         options_.truncate_destination = false;
-        Status st = dest_end > Offset(0) ? VerifyTail(p.get(), dest_end - 1, dest_end, &dest_end)
-                                         : Status::OK();
+        Status st = from < dest_end ? VerifyTail(p.get(), from, dest_end, &dest_end) : Status::OK();
         options_.truncate_destination = truncate;
         if (!st.ok()) return st.WithContext("not promoted");
       }

@@ -113,6 +113,27 @@ assert_eq 0 "$(records_in tdst2 t)" "nothing before the end"
 # --promote on a data dir: checked, nothing to change.
 expect_ok "--promote" "$SILT" replicate src dst -t multi --promote
 assert_contains "$OUT" "promoted multi" "promote reported"
+# --promote compares every batch of the copy, not only its end: a batch changed in the middle
+# of the destination stops it.
+expect_ok "copy to promote" "$SILT" replicate src pdst -t codec-none
+seg=pdst/codec-none-0/00000000000000000000.log
+third=$("$SILT" dump-segment --format json "$seg" | sed -n 3p | sed -E 's/.*"position":([0-9]+).*/\1/')
+printf 'Z' | dd of="$seg" bs=1 seek=$((third + 75)) conv=notrunc status=none
+run "$SILT" replicate src pdst -t codec-none --promote
+assert_eq 1 "$RC" "promote of a copy that differs in the middle fails"
+assert_contains "$ERR" "codec-none/0: the destination differs from the source at offset" \
+  "promote names where the copy differs"
+
+# --checkpoint FILE keeps the checkpoint there instead of at the destination.
+expect_ok "--checkpoint FILE" "$SILT" replicate tsrc ckdst --checkpoint "$TMP/my.checkpoint"
+assert_contains "$(cat "$TMP/my.checkpoint")" "t 0 8" "the checkpoint is in the named file"
+if [ -e ckdst/silt-replicate ]; then fail "a checkpoint was also written at the destination"; else pass; fi
+seq 9 10 | "$SILT" produce -d tsrc -t t
+expect_ok "--checkpoint FILE again" "$SILT" replicate tsrc ckdst --checkpoint "$TMP/my.checkpoint"
+assert_contains "$OUT" "copied 2 records" "the second run resumes from the named checkpoint"
+assert_contains "$(cat "$TMP/my.checkpoint")" "t 0 10" "the named checkpoint moved on"
+expect_ok "--promote of a copy made --from a time" "$SILT" replicate tsrc tdst --promote
+assert_contains "$OUT" "promoted t" "a copy that starts past the source's log start is promoted"
 
 # ---- a Kafka broker's data dir as the source ---------------------------------------------------
 fixtures="$SILT_SOURCE_DIR/../shared/fixtures/kafka-data"
@@ -283,9 +304,20 @@ same_but_epoch() {
     fail "$3: $1 and $2 differ: $(diff "$TMP/a.json" "$TMP/b.json" | head -5)"
   fi
 }
-expect_ok "dir -> cluster" "$SILT" replicate src "kafka://$BROKER" -t codec-gzip -t codec-zstd -t multi
-assert_contains "$OUT" "of 3 topic(s), 5 partition(s)" "records into the cluster"
-for z in gzip zstd; do same_but_epoch "src/codec-$z-0" "$TMP/broker/codec-$z-0" "dir -> cluster, codec $z"; done
+expect_ok "dir -> cluster" "$SILT" replicate src "kafka://$BROKER" -t codec-none -t codec-gzip \
+  -t codec-snappy -t codec-lz4 -t codec-zstd -t multi
+assert_contains "$OUT" "of 6 topic(s), 8 partition(s)" "records into the cluster"
+for z in none gzip snappy lz4 zstd; do
+  same_but_epoch "src/codec-$z-0" "$TMP/broker/codec-$z-0" "dir -> cluster, codec $z"
+done
+# cluster -> dir of the same topics: every codec, keys, headers, null values, tombstones.
+expect_ok "cluster -> dir, every codec" "$SILT" replicate "kafka://$BROKER" c5dst -t codec-none \
+  -t codec-gzip -t codec-snappy -t codec-lz4 -t codec-zstd
+for z in none gzip snappy lz4 zstd; do
+  same_partition "$TMP/broker/codec-$z-0" "c5dst/codec-$z-0" "cluster -> dir, codec $z"
+  assert_eq "$("$SILT" consume -d src -t "codec-$z" --format json)" \
+    "$("$SILT" consume -d c5dst -t "codec-$z" --format json)" "cluster -> dir, codec $z: the records"
+done
 for p in 0 1 2; do same_but_epoch "src/multi-$p" "$TMP/broker/multi-$p" "dir -> cluster, multi partition $p"; done
 assert_contains "$("$SILT" topic -b "$BROKER" describe multi)" "silt.mirror=true" "the copy is a mirror topic"
 run sh -c "echo x | '$SILT' produce -b '$BROKER' -t multi -p 0"
@@ -318,8 +350,14 @@ b2pid=$!
 BG_PIDS+=("$b2pid")
 wait_for 20 grep -q "listening on" broker2.log || fail "broker 2 did not start: $(cat broker2.log)"
 BROKER2=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' broker2.log | head -1)
-expect_ok "cluster -> cluster" "$SILT" replicate "kafka://$BROKER" "kafka://$BROKER2" -t net
+expect_ok "cluster -> cluster" "$SILT" replicate "kafka://$BROKER" "kafka://$BROKER2" -t net \
+  -t codec-none -t codec-gzip -t codec-zstd
 for p in 0 1; do same_but_epoch "$TMP/broker/net-$p" "$TMP/broker2/net-$p" "cluster -> cluster partition $p"; done
+# Keys, headers, null values and tombstones, uncompressed and in two codecs (lz4 below in c2c;
+# snappy and lz4 through the re-producing path into the same broker).
+for z in none gzip zstd; do
+  same_but_epoch "$TMP/broker/codec-$z-0" "$TMP/broker2/codec-$z-0" "cluster -> cluster, codec $z"
+done
 # The Kafka path: batches produced anew, offsets through the map. A compacted-like source with a
 # hole: delete-records is not a hole, so use a topic whose offsets start past 0.
 SILT_REPLICATE_REPRODUCE=1 "$SILT" replicate src "kafka://$BROKER2" -t codec-snappy -t codec-lz4 \
