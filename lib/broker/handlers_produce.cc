@@ -47,6 +47,8 @@ PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::s
   Partition& part = **part_r;
   const storage::LogConfig cfg = part.config();
   if (!part.serves_as_leader()) {
+    part.NoteRetriableRefusal(records.bytes.value_or(std::string_view()),
+                              ErrorCode::NOT_LEADER_OR_FOLLOWER);
     return fail(ErrorCode::NOT_LEADER_OR_FOLLOWER, part.name() + " is a follower here");
   }
   // A mirror topic is written only by `silt replicate` (SiltAppendBatches, handlers_mirror.cc)
@@ -62,6 +64,8 @@ PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::s
     const size_t in_sync = part.isr().size();
     const int32_t min_isr = part.EffectiveMinIsr(cfg);
     if (in_sync < static_cast<size_t>(min_isr)) {
+      part.NoteRetriableRefusal(records.bytes.value_or(std::string_view()),
+                                ErrorCode::NOT_ENOUGH_REPLICAS);
       return fail(ErrorCode::NOT_ENOUGH_REPLICAS,
                   part.name() + " has " + std::to_string(in_sync) +
                       " in-sync replica(s), below min.insync.replicas " + std::to_string(min_isr));

@@ -194,6 +194,7 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
     std::lock_guard<std::mutex> lock(produce_mu_);
     // Under produce_mu_, which role changes take: this append sees one role and one epoch.
     if (!serves_as_leader()) {
+      NoteRefusalLocked(h, ErrorCode::NOT_LEADER_OR_FOLLOWER);
       return fail(ErrorCode::NOT_LEADER_OR_FOLLOWER, name() + " is a follower here");
     }
     bool idempotent = h.producer_id >= 0 && h.base_sequence >= 0;
@@ -202,6 +203,7 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
       const int64_t since = leading_since_ms_.load();
       if ((known == nullptr || known->epoch < 0) && since >= 0 &&
           MonotonicMs() - since < unknown_producer_grace_ms_.load()) {
+        NoteRefusalLocked(h, ErrorCode::NOT_LEADER_OR_FOLLOWER);
         return fail(ErrorCode::NOT_LEADER_OR_FOLLOWER,
                     name() + " has no state for producer " + std::to_string(h.producer_id) +
                         " and took over as leader recently: its batches must start again at "
@@ -220,6 +222,21 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
           out.log_start_offset = log_->log_start_offset();
           return out;
         case SequenceCheck::kOutOfOrder:
+          if (const Refusal* r = RefusalBeforeLocked(h)) {
+            return fail(r->error, "producer " + std::to_string(h.producer_id) +
+                                      ": its batch at sequence " + std::to_string(r->sequence) +
+                                      " was refused; this one, at sequence " +
+                                      std::to_string(h.base_sequence) +
+                                      ", waits for it to be sent again");
+          }
+          if (const int64_t since = leading_since_ms_.load();
+              since >= 0 && MonotonicMs() - since < unknown_producer_grace_ms_.load()) {
+            return fail(ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                        name() + " took over as leader recently and producer " +
+                            std::to_string(h.producer_id) + "'s batch at sequence " +
+                            std::to_string(h.base_sequence) +
+                            " leaves a gap: the batches before it must come first");
+          }
           return fail(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER,
                       "sequence " + std::to_string(h.base_sequence) +
                           " out of order for producer " + std::to_string(h.producer_id));
@@ -245,6 +262,7 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
       pb.append_time = appended->log_append_time;
       pb.max_timestamp = appended->log_append_time >= 0 ? appended->log_append_time : h.max_timestamp;
       producers_.Record(ProducerId(h.producer_id), h.producer_epoch, pb);
+      if (!refused_.empty()) refused_.erase(h.producer_id);
     }
     if (!appended->flush_error.ok()) {
       // In the log (and in producer state, so a retry is not appended twice), but not durable.
@@ -327,6 +345,43 @@ Partition::MirrorAppend Partition::AppendMirrored(char* batches, size_t size, Of
   }
   OnLogEndMoved();
   return out;
+}
+
+void Partition::NoteRetriableRefusal(std::string_view batch, ErrorCode error) {
+  if (batch.size() < static_cast<size_t>(format::kBatchHeaderSize) ||
+      batch[format::kMagicOffset] != format::kMagicV2) {
+    return;
+  }
+  const format::BatchHeader h = format::DecodeBatchHeader(batch);
+  if (h.producer_id < 0 || h.base_sequence < 0) return;
+  std::lock_guard<std::mutex> lock(produce_mu_);
+  NoteRefusalLocked(h, error);
+}
+
+void Partition::NoteRefusalLocked(const format::BatchHeader& h, ErrorCode error) {
+  if (h.producer_id < 0 || h.base_sequence < 0) return;
+  const int64_t now = MonotonicMs();
+  if (refused_.size() >= 4096) {  // bounded: old entries go first, then all
+    std::erase_if(refused_, [now](const auto& kv) { return now - kv.second.at_ms >= kRefusalMemoryMs; });
+    if (refused_.size() >= 4096) refused_.clear();
+  }
+  Refusal& r = refused_[h.producer_id];
+  // The earliest refused sequence of an epoch is the one the producer must send again first.
+  if (r.at_ms != 0 && r.epoch == h.producer_epoch && now - r.at_ms < kRefusalMemoryMs &&
+      r.sequence <= h.base_sequence) {
+    r.at_ms = now;
+    return;
+  }
+  r = Refusal{h.producer_epoch, h.base_sequence, error, now};
+}
+
+const Partition::Refusal* Partition::RefusalBeforeLocked(const format::BatchHeader& h) const {
+  auto it = refused_.find(h.producer_id);
+  if (it == refused_.end()) return nullptr;
+  const Refusal& r = it->second;
+  if (r.epoch != h.producer_epoch || h.base_sequence <= r.sequence) return nullptr;
+  if (MonotonicMs() - r.at_ms >= kRefusalMemoryMs) return nullptr;
+  return &r;
 }
 
 Result<Offset> Partition::AppendInternal(std::string* batch) {

@@ -33,6 +33,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "base/file_slice.h"
@@ -230,8 +231,27 @@ class Partition {
   // is taken, as in Kafka (producer state lost to retention). 10 s: many times a client's
   // metadata refresh and retry backoff, short enough that a producer whose state really is gone
   // waits only briefly. Tests may shorten it per partition.
+  // In the same period a known producer's batch that leaves a gap in its sequence is answered
+  // NOT_LEADER_OR_FOLLOWER too, not OUT_OF_ORDER_SEQUENCE_NUMBER: the batch before it is most
+  // likely still in flight to the old leader (librdkafka sends to the new leader as soon as the
+  // old one answers, and the two answers can cross), and librdkafka takes OUT_OF_ORDER on a
+  // batch that is not its oldest unacknowledged one as a reason to bump its producer epoch (see
+  // NoteRetriableRefusal for why that writes duplicates).
   static constexpr int64_t kUnknownProducerGraceMs = 10000;
   void SetUnknownProducerGraceMs(int64_t ms);
+  // A batch of an idempotent producer refused before the append with a retriable error (this
+  // replica was not leading yet, or had too few in-sync replicas). The producer's later batches,
+  // already in flight behind it, would meet a gap in its sequence and be answered
+  // OUT_OF_ORDER_SEQUENCE_NUMBER, on which librdkafka bumps its producer epoch and renumbers
+  // every batch it has not had acknowledged, in every partition: one already in another
+  // partition's log, its answer lost to a leader change, is then written a second time. So for
+  // kRefusalMemoryMs a later batch of the same producer epoch that starts past the refused
+  // sequence gets the refused batch's error instead (Kafka answers OUT_OF_ORDER here; a retriable
+  // error makes every client resend from the refused batch on, in order). Forgotten as soon as a
+  // batch of that producer is appended. `batch` is the batch as received (its header is read
+  // only when it is a v2 batch of an idempotent producer).
+  static constexpr int64_t kRefusalMemoryMs = 5000;
+  void NoteRetriableRefusal(std::string_view batch, protocol::ErrorCode error);
   // is_leader(), and the lease (if any) holds now.
   bool serves_as_leader() const;
   // The leader this replica follows, or the local node while it leads; -1 when unknown.
@@ -358,6 +378,16 @@ class Partition {
   // Guards producers_ and makes check + append + record one step.
   mutable std::mutex produce_mu_;
   ProducerStateTable producers_;
+  struct Refusal {
+    int16_t epoch = 0;
+    int32_t sequence = 0;  // first sequence of the refused batch
+    protocol::ErrorCode error = protocol::ErrorCode::NONE;
+    int64_t at_ms = 0;
+  };
+  std::unordered_map<int64_t, Refusal> refused_;  // by producer id; under produce_mu_
+  void NoteRefusalLocked(const format::BatchHeader& h, protocol::ErrorCode error);
+  // The refusal that explains a gap before `h`, if one is recent (see NoteRetriableRefusal).
+  const Refusal* RefusalBeforeLocked(const format::BatchHeader& h) const;
 
   // Guards the replication state below. Role changes also hold produce_mu_ (taken first), so
   // that an append sees one role and one epoch from its checks to its end.

@@ -355,9 +355,13 @@ TEST_CASE("a retry of a replicated batch gets its original offsets from the new 
   CHECK(b.Produce(IdempotentBatch(3, pid, 5)) == 5);
   CHECK(b.Produce(IdempotentBatch(5, pid, 0)) == 0);
   CHECK(b.part->log_end_offset() == Offset(8));
-  // The next batch follows; a gap is refused as it would have been by the old leader.
+  // The next batch follows; a gap is refused: just after the leader change as one that may be
+  // overtaking a batch still in flight to the old leader (retriable), later as out of order.
   CHECK(b.Produce(IdempotentBatch(2, pid, 8)) == 8);
   protocol::ErrorCode e;
+  b.Produce(IdempotentBatch(1, pid, 20), &e);
+  CHECK(e == protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER);
+  b.part->SetUnknownProducerGraceMs(0);
   b.Produce(IdempotentBatch(1, pid, 20), &e);
   CHECK(e == protocol::ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER);
 
@@ -546,4 +550,70 @@ TEST_CASE("the unknown-producer grace period starts again when a follower become
   CHECK(e == protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER);
   // A producer the log holds is known: its next sequence is taken at once.
   CHECK(a.Produce(IdempotentBatch(1, 7003, 5)) == 1);
+}
+
+// librdkafka answers OUT_OF_ORDER_SEQUENCE_NUMBER on a batch behind a refused one by bumping its
+// producer epoch, which renumbers batches already in other partitions' logs: duplicates. A gap
+// behind a recent retriable refusal gets that refusal's error instead.
+TEST_CASE("a batch refused before the append makes the producer's next batches retriable, not "
+          "out of order") {
+  Replica a(kA), b(kB);
+  REQUIRE(a.part->BecomeLeader(LeaderEpoch(1), 0, {kA, kB}, {kA, kB}).ok());
+  REQUIRE(b.part->BecomeFollower(LeaderEpoch(1), 0, kA).ok());
+  const int64_t pid = 5151;
+  CHECK(a.Produce(IdempotentBatch(5, pid, 0)) == 0);
+  FetchOnce(a, b);
+  CHECK(b.part->log_end_offset() == Offset(5));
+
+  // The producer's batch at sequence 5 reaches b just before b takes over; the one behind it
+  // (sequence 8), right after.
+  // No leader-change grace here: the refusal alone is what answers the gap.
+  b.part->SetUnknownProducerGraceMs(0);
+  protocol::ErrorCode e = protocol::ErrorCode::NONE;
+  b.Produce(IdempotentBatch(3, pid, 5), &e);
+  CHECK(e == protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER);
+  REQUIRE(b.part->BecomeLeader(LeaderEpoch(2), 1, {kA, kB}, {kB}).ok());
+  b.Produce(IdempotentBatch(2, pid, 8), &e);
+  CHECK(e == protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER);
+  CHECK(b.part->log_end_offset() == Offset(5));
+  // Sent again in order, both are appended.
+  CHECK(b.Produce(IdempotentBatch(3, pid, 5)) == 5);
+  CHECK(b.Produce(IdempotentBatch(2, pid, 8)) == 8);
+  // Once the producer is back in sequence, a gap is out of order again.
+  b.Produce(IdempotentBatch(1, pid, 30), &e);
+  CHECK(e == protocol::ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER);
+
+  // The handler's refusals (too few in-sync replicas) are remembered the same way, for the
+  // same producer epoch only.
+  b.part->NoteRetriableRefusal(IdempotentBatch(1, pid, 10), protocol::ErrorCode::NOT_ENOUGH_REPLICAS);
+  b.Produce(IdempotentBatch(1, pid, 11), &e);
+  CHECK(e == protocol::ErrorCode::NOT_ENOUGH_REPLICAS);
+  CHECK(b.Produce(IdempotentBatch(1, pid, 10)) == 10);
+  CHECK(b.Produce(IdempotentBatch(1, pid, 11)) == 11);
+  // Another producer is not concerned.
+  b.part->NoteRetriableRefusal(IdempotentBatch(1, pid, 12), protocol::ErrorCode::NOT_ENOUGH_REPLICAS);
+  b.Produce(IdempotentBatch(1, 6161, 0), &e);
+  CHECK(e == protocol::ErrorCode::NONE);
+  CHECK(b.part->log_end_offset() == Offset(13));
+}
+
+TEST_CASE("just after a leader change a gap in a known producer's sequence is retriable") {
+  Replica a(kA), b(kB);
+  REQUIRE(a.part->BecomeLeader(LeaderEpoch(1), 0, {kA, kB}, {kA, kB}).ok());
+  REQUIRE(b.part->BecomeFollower(LeaderEpoch(1), 0, kA).ok());
+  const int64_t pid = 7171;
+  CHECK(a.Produce(IdempotentBatch(2, pid, 0)) == 0);
+  FetchOnce(a, b);
+  // The batch at sequence 2 went to a, which is no longer leader; the next one reaches b first.
+  b.part->SetUnknownProducerGraceMs(300);
+  REQUIRE(b.part->BecomeLeader(LeaderEpoch(2), 1, {kA, kB}, {kB}).ok());
+  protocol::ErrorCode e = protocol::ErrorCode::NONE;
+  b.Produce(IdempotentBatch(3, pid, 4), &e);
+  CHECK(e == protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER);
+  CHECK(b.Produce(IdempotentBatch(2, pid, 2)) == 2);
+  CHECK(b.Produce(IdempotentBatch(3, pid, 4)) == 4);
+  // Past the grace period a gap is out of order, as in Kafka.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  b.Produce(IdempotentBatch(1, pid, 40), &e);
+  CHECK(e == protocol::ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER);
 }
