@@ -229,8 +229,7 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
                                       std::to_string(h.base_sequence) +
                                       ", waits for it to be sent again");
           }
-          if (const int64_t since = leading_since_ms_.load();
-              since >= 0 && MonotonicMs() - since < unknown_producer_grace_ms_.load()) {
+          if (GapMayBeInFlightLocked(h)) {
             return fail(ErrorCode::NOT_LEADER_OR_FOLLOWER,
                         name() + " took over as leader recently and producer " +
                             std::to_string(h.producer_id) + "'s batch at sequence " +
@@ -263,6 +262,7 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
       pb.max_timestamp = appended->log_append_time >= 0 ? appended->log_append_time : h.max_timestamp;
       producers_.Record(ProducerId(h.producer_id), h.producer_epoch, pb);
       if (!refused_.empty()) refused_.erase(h.producer_id);
+      if (!gap_answered_.empty()) gap_answered_.erase(h.producer_id);
     }
     if (!appended->flush_error.ok()) {
       // In the log (and in producer state, so a retry is not appended twice), but not durable.
@@ -373,6 +373,22 @@ void Partition::NoteRefusalLocked(const format::BatchHeader& h, ErrorCode error)
     return;
   }
   r = Refusal{h.producer_epoch, h.base_sequence, error, now};
+}
+
+bool Partition::GapMayBeInFlightLocked(const format::BatchHeader& h) {
+  const int64_t since = leading_since_ms_.load();
+  const int64_t now = MonotonicMs();
+  if (since < 0 || now - since >= unknown_producer_grace_ms_.load()) return false;
+  const ProducerEntry* e = producers_.Find(ProducerId(h.producer_id));
+  if (e == nullptr || e->epoch != h.producer_epoch || e->batches.empty()) return false;
+  // Only a batch that starts past the next sequence: a rewind or an overlap is no batch in
+  // flight elsewhere, and answering it retriably would only make the client repeat it.
+  if (static_cast<int64_t>(h.base_sequence) <= static_cast<int64_t>(e->batches.back().last_seq) + 1)
+    return false;
+  if (gap_answered_.size() >= 4096) gap_answered_.clear();
+  auto [it, fresh] = gap_answered_.try_emplace(h.producer_id, now);
+  (void)fresh;
+  return now - it->second < kGapGraceMs;
 }
 
 const Partition::Refusal* Partition::RefusalBeforeLocked(const format::BatchHeader& h) const {

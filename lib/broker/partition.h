@@ -231,13 +231,16 @@ class Partition {
   // is taken, as in Kafka (producer state lost to retention). 10 s: many times a client's
   // metadata refresh and retry backoff, short enough that a producer whose state really is gone
   // waits only briefly. Tests may shorten it per partition.
-  // In the same period a known producer's batch that leaves a gap in its sequence is answered
-  // NOT_LEADER_OR_FOLLOWER too, not OUT_OF_ORDER_SEQUENCE_NUMBER: the batch before it is most
-  // likely still in flight to the old leader (librdkafka sends to the new leader as soon as the
-  // old one answers, and the two answers can cross), and librdkafka takes OUT_OF_ORDER on a
-  // batch that is not its oldest unacknowledged one as a reason to bump its producer epoch (see
-  // NoteRetriableRefusal for why that writes duplicates).
+  // In the same period a known producer's batch that starts past its next sequence (a gap, not
+  // a rewind or an overlap) is answered NOT_LEADER_OR_FOLLOWER too, not
+  // OUT_OF_ORDER_SEQUENCE_NUMBER, for at most kGapGraceMs from the first such answer to that
+  // producer: the batch before it is most likely still in flight to the old leader (librdkafka
+  // sends to the new leader as soon as the old one answers, and the two can cross), and
+  // librdkafka takes OUT_OF_ORDER on a batch that is not its oldest unacknowledged one as a
+  // reason to bump its producer epoch (see NoteRetriableRefusal for why that writes
+  // duplicates). The bound keeps a gap that is real from being retried for long.
   static constexpr int64_t kUnknownProducerGraceMs = 10000;
+  static constexpr int64_t kGapGraceMs = 2000;
   void SetUnknownProducerGraceMs(int64_t ms);
   // A batch of an idempotent producer refused before the append with a retriable error (this
   // replica was not leading yet, or had too few in-sync replicas). The producer's later batches,
@@ -388,6 +391,10 @@ class Partition {
   void NoteRefusalLocked(const format::BatchHeader& h, protocol::ErrorCode error);
   // The refusal that explains a gap before `h`, if one is recent (see NoteRetriableRefusal).
   const Refusal* RefusalBeforeLocked(const format::BatchHeader& h) const;
+  // Whether `h`, out of sequence, may be overtaking a batch still in flight to the old leader
+  // (see kGapGraceMs); counts the answer against the producer's budget.
+  bool GapMayBeInFlightLocked(const format::BatchHeader& h);
+  std::unordered_map<int64_t, int64_t> gap_answered_;  // producer id -> first answer (ms)
 
   // Guards the replication state below. Role changes also hold produce_mu_ (taken first), so
   // that an append sees one role and one epoch from its checks to its end.

@@ -612,8 +612,30 @@ TEST_CASE("just after a leader change a gap in a known producer's sequence is re
   CHECK(e == protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER);
   CHECK(b.Produce(IdempotentBatch(2, pid, 2)) == 2);
   CHECK(b.Produce(IdempotentBatch(3, pid, 4)) == 4);
+  // An overlap (a batch that starts inside what the producer has written) is no batch in
+  // flight elsewhere: out of order at once.
+  b.Produce(IdempotentBatch(3, pid, 5), &e);
+  CHECK(e == protocol::ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER);
   // Past the grace period a gap is out of order, as in Kafka.
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   b.Produce(IdempotentBatch(1, pid, 40), &e);
+  CHECK(e == protocol::ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER);
+}
+
+TEST_CASE("a producer's gap is answered retriably for at most kGapGraceMs") {
+  Replica a(kA), b(kB);
+  REQUIRE(a.part->BecomeLeader(LeaderEpoch(1), 0, {kA, kB}, {kA, kB}).ok());
+  REQUIRE(b.part->BecomeFollower(LeaderEpoch(1), 0, kA).ok());
+  const int64_t pid = 7272;
+  CHECK(a.Produce(IdempotentBatch(2, pid, 0)) == 0);
+  FetchOnce(a, b);
+  REQUIRE(b.part->BecomeLeader(LeaderEpoch(2), 1, {kA, kB}, {kB}).ok());
+  protocol::ErrorCode e = protocol::ErrorCode::NONE;
+  b.Produce(IdempotentBatch(1, pid, 9), &e);
+  CHECK(e == protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER);
+  // The batch before it never comes: a real gap, refused as out of order once the budget is
+  // spent, well inside the leader-change grace period.
+  std::this_thread::sleep_for(std::chrono::milliseconds(Partition::kGapGraceMs + 100));
+  b.Produce(IdempotentBatch(1, pid, 9), &e);
   CHECK(e == protocol::ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER);
 }
