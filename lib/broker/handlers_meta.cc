@@ -36,7 +36,7 @@ Status HandleApiVersions(BrokerContext&, std::shared_ptr<Request> req, Respond r
 
 namespace {
 
-protocol::MetadataResponse::Topic DescribeTopic(const TopicMetadata& t) {
+protocol::MetadataResponse::Topic DescribeTopic(BrokerContext& ctx, const TopicMetadata& t) {
   protocol::MetadataResponse::Topic out;
   out.name = t.name;
   // Topic ids are kept in base64 (partition.metadata's form); one that does not parse (a
@@ -49,6 +49,18 @@ protocol::MetadataResponse::Topic DescribeTopic(const TopicMetadata& t) {
     part.leader_id = a.leader.value();
     // Cluster mode: a partition whose leader was fenced with no in-sync replica to take over.
     if (a.leader.value() < 0) part.error_code = Wire(ErrorCode::LEADER_NOT_AVAILABLE);
+    // A leader here whose lease ran out (cut off from the controller for its session) answers
+    // every produce and fetch NOT_LEADER_OR_FOLLOWER: naming itself leader would send clients
+    // straight back to it, refresh after refresh, while the rest of the cluster has elected
+    // another (a client asking this node keeps its old view). No leader instead: clients ask
+    // again, and another broker's answer names the new one. Kafka names itself here.
+    if (a.leader == ctx.node.node_id) {
+      if (auto p = ctx.partitions.Find(t.name, a.partition); p && p->is_leader() &&
+                                                               !p->serves_as_leader()) {
+        part.leader_id = -1;
+        part.error_code = Wire(ErrorCode::LEADER_NOT_AVAILABLE);
+      }
+    }
     part.leader_epoch = a.leader_epoch.value();
     for (NodeId n : a.replicas) part.replica_nodes.push_back(n.value());
     for (NodeId n : a.isr) part.isr_nodes.push_back(n.value());
@@ -75,7 +87,7 @@ Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond 
   resp.controller_id = ctx.metadata.Controller().value_or(ctx.node.node_id).value();
   bool all = !request.topics.has_value() || (req->api_version == 0 && request.topics->empty());
   if (all) {
-    for (const TopicMetadata& t : ctx.metadata.ListTopics()) resp.topics.push_back(DescribeTopic(t));
+    for (const TopicMetadata& t : ctx.metadata.ListTopics()) resp.topics.push_back(DescribeTopic(ctx, t));
   } else {
     // Before v4 there is no AllowAutoTopicCreation field: the broker setting decides.
     bool allow_auto = req->api_version < 4 || request.allow_auto_topic_creation;
@@ -89,7 +101,7 @@ Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond 
           if (t.topic_id == id) found = std::move(t);
         }
         if (found) {
-          resp.topics.push_back(DescribeTopic(*found));
+          resp.topics.push_back(DescribeTopic(ctx, *found));
         } else {
           protocol::MetadataResponse::Topic t;
           t.topic_id = want.topic_id;
@@ -112,7 +124,7 @@ Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond 
       // it had in flight written a second time under the new epoch.)
       auto info = ctx.metadata.GetOrCreateTopic(want.name, allow_auto && caught_up);
       if (info.ok()) {
-        resp.topics.push_back(DescribeTopic(*info));
+        resp.topics.push_back(DescribeTopic(ctx, *info));
         continue;
       }
       protocol::MetadataResponse::Topic t;

@@ -52,6 +52,15 @@ Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topi
   return Status::InvalidArgument("the broker is shutting down");
 }
 
+std::shared_ptr<Partition> PartitionManager::Find(const std::string& topic,
+                                                  PartitionId partition) const {
+  KeyView key{topic, partition.value()};
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = slots_.find(key);
+  if (it == slots_.end() || !it->second->partition || !it->second->partition->alive()) return nullptr;
+  return it->second->partition;
+}
+
 std::vector<std::shared_ptr<Partition>> PartitionManager::Opened() const {
   std::vector<std::shared_ptr<Partition>> out;
   std::shared_lock<std::shared_mutex> lock(mu_);

@@ -29,6 +29,8 @@ class PartitionManager {
   // The partition, opening it on first use. NotFound for a missing topic or partition;
   // InvalidArgument once the manager is shut down.
   Result<std::shared_ptr<Partition>> Get(const std::string& topic, PartitionId partition);
+  // The partition if it is open, without opening it; null otherwise.
+  std::shared_ptr<Partition> Find(const std::string& topic, PartitionId partition) const;
   // Every partition opened so far.
   std::vector<std::shared_ptr<Partition>> Opened() const;
   // Lets go of a topic's partitions (before its deletion): later Gets open them afresh.

@@ -499,3 +499,36 @@ TEST_CASE("replication-offset-checkpoint keeps each replica's high watermark: wr
   REQUIRE(cp.ok());
   CHECK(cp->at({"ck", 0}) == 5);
 }
+
+TEST_CASE("a leader whose lease ran out names no leader in Metadata, and itself again once renewed") {
+  ClusterBroker b;
+  Client c(b.port);
+  CreateTopicWithConfig(c, "leased", "min.insync.replicas", "1");
+  auto part = b.Get("leased");
+  REQUIRE(part->BecomeLeader(LeaderEpoch(1), 0, {kLocal, kFollower}, {kLocal, kFollower}).ok());
+  auto leader_of = [&](int16_t* error) {
+    protocol::MetadataRequest md;
+    md.topics = std::vector<protocol::MetadataRequest::Topic>{};
+    md.topics->push_back({});
+    md.topics->back().name = "leased";
+    md.allow_auto_topic_creation = false;
+    protocol::MetadataResponse mr;
+    c.Call(md, 7, &mr);
+    REQUIRE(mr.topics.size() == 1);
+    REQUIRE(mr.topics[0].partitions.size() == 1);
+    *error = mr.topics[0].partitions[0].error_code;
+    return mr.topics[0].partitions[0].leader_id;
+  };
+  int16_t error = -1;
+  part->SetLeaderLease(MonotonicMs() + 60000);
+  CHECK(leader_of(&error) == kLocal.value());
+  CHECK(error == 0);
+  // Cut off from the controller past its session: produce and fetch get NOT_LEADER_OR_FOLLOWER,
+  // and Metadata does not send clients back here.
+  part->SetLeaderLease(MonotonicMs() - 1);
+  CHECK(leader_of(&error) == -1);
+  CHECK(error == static_cast<int16_t>(protocol::ErrorCode::LEADER_NOT_AVAILABLE));
+  part->SetLeaderLease(MonotonicMs() + 60000);
+  CHECK(leader_of(&error) == kLocal.value());
+  CHECK(error == 0);
+}
