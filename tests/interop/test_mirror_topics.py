@@ -224,7 +224,12 @@ def three_nodes():
             cluster.fail("second append at the leader: %r" % ((error, message, log_end, hw),))
 
         def identical():
-            segs = [segment(os.path.join(n.data, "mc-0")) for n in cluster.nodes.values()]
+            # A follower that dropped out of the ISR for a moment (a loaded machine) may not
+            # have opened its replica yet when the high watermark reaches 8: wait for it.
+            try:
+                segs = [segment(os.path.join(n.data, "mc-0")) for n in cluster.nodes.values()]
+            except FileNotFoundError:
+                return None
             return all(s == segs[0] for s in segs) and len(segs[0]) == len(data)
         cluster.wait_for("byte-identical replicas of mc-0", identical, 20)
         if epochs_and_rest(segment(os.path.join(leader.data, "mc-0")))[1] != epochs_and_rest(data)[1]:
