@@ -55,8 +55,8 @@ protocol::MetadataResponse::Topic DescribeTopic(BrokerContext& ctx, const TopicM
     // another (a client asking this node keeps its old view). No leader instead: clients ask
     // again, and another broker's answer names the new one. Kafka names itself here.
     if (a.leader == ctx.node.node_id) {
-      if (auto p = ctx.partitions.Find(t.name, a.partition); p && p->is_leader() &&
-                                                               !p->serves_as_leader()) {
+      if (auto p = ctx.partitions.Find(t.name, a.partition);
+          p && p->is_leader() && !p->serves_as_leader()) {
         part.leader_id = -1;
         part.error_code = Wire(ErrorCode::LEADER_NOT_AVAILABLE);
       }
@@ -87,7 +87,8 @@ Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond 
   resp.controller_id = ctx.metadata.Controller().value_or(ctx.node.node_id).value();
   bool all = !request.topics.has_value() || (req->api_version == 0 && request.topics->empty());
   if (all) {
-    for (const TopicMetadata& t : ctx.metadata.ListTopics()) resp.topics.push_back(DescribeTopic(ctx, t));
+    for (const TopicMetadata& t : ctx.metadata.ListTopics())
+      resp.topics.push_back(DescribeTopic(ctx, t));
   } else {
     // Before v4 there is no AllowAutoTopicCreation field: the broker setting decides.
     bool allow_auto = req->api_version < 4 || request.allow_auto_topic_creation;

@@ -223,11 +223,10 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
           return out;
         case SequenceCheck::kOutOfOrder:
           if (const Refusal* r = RefusalBeforeLocked(h)) {
-            return fail(r->error, "producer " + std::to_string(h.producer_id) +
-                                      ": its batch at sequence " + std::to_string(r->sequence) +
-                                      " was refused; this one, at sequence " +
-                                      std::to_string(h.base_sequence) +
-                                      ", waits for it to be sent again");
+            return fail(r->error,
+                        "producer " + std::to_string(h.producer_id) + ": its batch at sequence " +
+                            std::to_string(r->sequence) + " was refused; this one, at sequence " +
+                            std::to_string(h.base_sequence) + ", waits for it to be sent again");
           }
           if (GapMayBeInFlightLocked(h)) {
             return fail(ErrorCode::NOT_LEADER_OR_FOLLOWER,
@@ -362,7 +361,8 @@ void Partition::NoteRefusalLocked(const format::BatchHeader& h, ErrorCode error)
   if (h.producer_id < 0 || h.base_sequence < 0) return;
   const int64_t now = MonotonicMs();
   if (refused_.size() >= 4096) {  // bounded: old entries go first, then all
-    std::erase_if(refused_, [now](const auto& kv) { return now - kv.second.at_ms >= kRefusalMemoryMs; });
+    std::erase_if(refused_,
+                  [now](const auto& kv) { return now - kv.second.at_ms >= kRefusalMemoryMs; });
     if (refused_.size() >= 4096) refused_.clear();
   }
   Refusal& r = refused_[h.producer_id];

@@ -57,7 +57,8 @@ std::shared_ptr<Partition> PartitionManager::Find(const std::string& topic,
   KeyView key{topic, partition.value()};
   std::shared_lock<std::shared_mutex> lock(mu_);
   auto it = slots_.find(key);
-  if (it == slots_.end() || !it->second->partition || !it->second->partition->alive()) return nullptr;
+  if (it == slots_.end() || !it->second->partition || !it->second->partition->alive())
+    return nullptr;
   return it->second->partition;
 }
 

@@ -14,6 +14,7 @@
 #include "broker/partition.h"
 #include "broker/partition_manager.h"
 #include "broker_test_util.h"
+#include "hand_cluster.h"
 
 using namespace silt;
 using namespace silt::broker;
@@ -74,73 +75,6 @@ BrokerConfig WithMetrics(BrokerConfig c = {}) {
   c.metrics_port = 0;
   return c;
 }
-
-// Cluster mode reduced to the data dir's own metadata and logs, so that a test can give a
-// partition followers by hand and fetch as one of them on a peer connection.
-class HandCluster : public ClusterMode {
- public:
-  explicit HandCluster(BrokerServices* out) : out_(out) {}
-  Status Start(LocalMetadataStore* local, const NodeIdentity*) override {
-    local_ = local;
-    return Status::OK();
-  }
-  MetadataStore& metadata() override { return *local_; }
-  LogProvider& logs() override { return *local_; }
-  void Serving(const BrokerServices& services) override { *out_ = services; }
-  void Stop() override {}
-
- private:
-  BrokerServices* out_;
-  LocalMetadataStore* local_ = nullptr;
-};
-
-struct HandClusterBroker {
-  HandClusterBroker() {
-    SetLogLevel(LogLevel::kError);
-    data_dir = TempDir();
-    config = WithMetrics();
-    config.listen_host = "127.0.0.1";
-    config.listen_port = 0;
-    config.data_dir = data_dir;
-    config.node_id = 1;
-    auto s = Server::Start(config, std::make_unique<HandCluster>(&services));
-    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-    server = std::move(s).value();
-    port = server->port();
-  }
-  ~HandClusterBroker() {
-    server.reset();
-    (void)RemoveAll(data_dir);
-  }
-  std::shared_ptr<Partition> Get(const std::string& topic) {
-    auto r = services.partitions->Get(topic, PartitionId(0));
-    REQUIRE_MESSAGE(r.ok(), r.status().ToString());
-    return *r;
-  }
-  // A connection the broker serves as node `peer`'s peer connection.
-  std::unique_ptr<Client> Peer(NodeId peer) {
-    int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(lfd >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(::listen(lfd, 1) == 0);
-    socklen_t len = sizeof a;
-    REQUIRE(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-    auto c = std::make_unique<Client>(ntohs(a.sin_port));
-    int fd = ::accept(lfd, nullptr, nullptr);
-    ::close(lfd);
-    REQUIRE(fd >= 0);
-    services.adopt_peer_connection(fd, peer);
-    return c;
-  }
-  BrokerConfig config;
-  std::string data_dir;
-  BrokerServices services;
-  std::unique_ptr<Server> server;
-  int port = 0;
-};
 
 // Polls `cond` on fresh scrapes for up to 5 s; the last scrape stays in *text.
 template <typename Cond>
@@ -348,7 +282,7 @@ TEST_CASE("a waiting consumer fetch is counted until data arrives") {
 
 TEST_CASE("a leader exports its followers' lag, under-min-ISR partitions and waiting acks=all "
           "produces") {
-  HandClusterBroker b;
+  HandClusterBroker b(WithMetrics());
   const int port = b.server->metrics_port();
   Client k(b.port);
   CreateTopicWithConfigs(k, "led", {{"min.insync.replicas", "2"}});

@@ -555,8 +555,9 @@ TEST_CASE("the unknown-producer grace period starts again when a follower become
 // librdkafka answers OUT_OF_ORDER_SEQUENCE_NUMBER on a batch behind a refused one by bumping its
 // producer epoch, which renumbers batches already in other partitions' logs: duplicates. A gap
 // behind a recent retriable refusal gets that refusal's error instead.
-TEST_CASE("a batch refused before the append makes the producer's next batches retriable, not "
-          "out of order") {
+TEST_CASE(
+    "a batch refused before the append makes the producer's next batches retriable, not "
+    "out of order") {
   Replica a(kA), b(kB);
   REQUIRE(a.part->BecomeLeader(LeaderEpoch(1), 0, {kA, kB}, {kA, kB}).ok());
   REQUIRE(b.part->BecomeFollower(LeaderEpoch(1), 0, kA).ok());
@@ -585,13 +586,15 @@ TEST_CASE("a batch refused before the append makes the producer's next batches r
 
   // The handler's refusals (too few in-sync replicas) are remembered the same way, for the
   // same producer epoch only.
-  b.part->NoteRetriableRefusal(IdempotentBatch(1, pid, 10), protocol::ErrorCode::NOT_ENOUGH_REPLICAS);
+  b.part->NoteRetriableRefusal(IdempotentBatch(1, pid, 10),
+                               protocol::ErrorCode::NOT_ENOUGH_REPLICAS);
   b.Produce(IdempotentBatch(1, pid, 11), &e);
   CHECK(e == protocol::ErrorCode::NOT_ENOUGH_REPLICAS);
   CHECK(b.Produce(IdempotentBatch(1, pid, 10)) == 10);
   CHECK(b.Produce(IdempotentBatch(1, pid, 11)) == 11);
   // Another producer is not concerned.
-  b.part->NoteRetriableRefusal(IdempotentBatch(1, pid, 12), protocol::ErrorCode::NOT_ENOUGH_REPLICAS);
+  b.part->NoteRetriableRefusal(IdempotentBatch(1, pid, 12),
+                               protocol::ErrorCode::NOT_ENOUGH_REPLICAS);
   b.Produce(IdempotentBatch(1, 6161, 0), &e);
   CHECK(e == protocol::ErrorCode::NONE);
   CHECK(b.part->log_end_offset() == Offset(13));

@@ -10,6 +10,7 @@
 #include "broker/partition.h"
 #include "broker/partition_manager.h"
 #include "broker_test_util.h"
+#include "hand_cluster.h"
 #include "storage/offset_checkpoint.h"
 
 using namespace silt;
@@ -23,82 +24,7 @@ constexpr NodeId kLocal{1};
 int16_t Wire(ErrorCode c) { return protocol::ToWire(c); }
 constexpr NodeId kFollower{2};
 
-// Cluster mode reduced to what these tests need: the data dir's own metadata and logs, and the
-// services the broker hands over once it serves.
-class HandCluster : public ClusterMode {
- public:
-  explicit HandCluster(BrokerServices* out) : out_(out) {}
-  Status Start(LocalMetadataStore* local, const NodeIdentity*) override {
-    local_ = local;
-    return Status::OK();
-  }
-  MetadataStore& metadata() override { return *local_; }
-  LogProvider& logs() override { return *local_; }
-  void Serving(const BrokerServices& services) override { *out_ = services; }
-  void Stop() override {}
-
- private:
-  BrokerServices* out_;
-  LocalMetadataStore* local_ = nullptr;
-};
-
-struct ClusterBroker {
-  ClusterBroker() {
-    SetLogLevel(LogLevel::kError);
-    data_dir = TempDir();
-    config.listen_host = "127.0.0.1";
-    config.listen_port = 0;
-    config.data_dir = data_dir;
-    config.node_id = kLocal.value();
-    Start();
-  }
-  ~ClusterBroker() {
-    server.reset();
-    (void)RemoveAll(data_dir);
-  }
-  void Start() {
-    auto s = Server::Start(config, std::make_unique<HandCluster>(&services));
-    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-    server = std::move(s).value();
-    port = server->port();
-    REQUIRE(services.adopt_peer_connection);
-  }
-  void Restart() {
-    REQUIRE(server->Shutdown().ok());
-    server.reset();
-    services = {};
-    Start();
-  }
-  std::shared_ptr<Partition> Get(const std::string& topic) {
-    auto r = services.partitions->Get(topic, PartitionId(0));
-    REQUIRE_MESSAGE(r.ok(), r.status().ToString());
-    return *r;
-  }
-  // A connection that the broker serves as node `peer`'s peer connection.
-  std::unique_ptr<Client> Peer(NodeId peer) {
-    int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(lfd >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(::listen(lfd, 1) == 0);
-    socklen_t len = sizeof a;
-    REQUIRE(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-    auto c = std::make_unique<Client>(ntohs(a.sin_port));
-    int fd = ::accept(lfd, nullptr, nullptr);
-    ::close(lfd);
-    REQUIRE(fd >= 0);
-    services.adopt_peer_connection(fd, peer);
-    return c;
-  }
-
-  BrokerConfig config;
-  std::string data_dir;
-  BrokerServices services;
-  std::unique_ptr<Server> server;
-  int port = 0;
-};
+using ClusterBroker = HandClusterBroker;
 
 void CreateTopicWithConfig(Client& c, const std::string& topic, const std::string& key,
                            const std::string& value) {
@@ -500,7 +426,8 @@ TEST_CASE("replication-offset-checkpoint keeps each replica's high watermark: wr
   CHECK(cp->at({"ck", 0}) == 5);
 }
 
-TEST_CASE("a leader whose lease ran out names no leader in Metadata, and itself again once renewed") {
+TEST_CASE(
+    "a leader whose lease ran out names no leader in Metadata, and itself again once renewed") {
   ClusterBroker b;
   Client c(b.port);
   CreateTopicWithConfig(c, "leased", "min.insync.replicas", "1");
