@@ -186,6 +186,10 @@ struct StoreFixture {
     local = std::move(opened).value();
     REQUIRE(local->CreateTopic("t", 1, {}).ok());
   }
+  ~StoreFixture() {
+    local.reset();
+    (void)RemoveAll(cfg.data_dir);
+  }
   int64_t Retention() {
     auto c = local->TopicConfig("t");
     REQUIRE(c.ok());
