@@ -239,6 +239,10 @@ def failover():
         time.sleep(2)
         leader = leader_of("fo")["leader"]
         node = CLUSTER.nodes[leader]
+        # Whether the node killed is also the controller (the Raft leader): its failover adds an
+        # election and the new controller's view of the brokers' sessions.
+        md = kcat_metadata(node) or {}
+        was_controller = md.get("controllerid") == leader
         killed = time.monotonic()
         node.kill9()
         deadline = killed + 30
@@ -261,8 +265,8 @@ def failover():
                   (leader, first))
         else:
             times.append(first)
-            print("   run %d: killed leader %d, first acks=all ack after %.2f s" %
-                  (run + 1, leader, first))
+            print("   run %d: killed leader %d%s, first acks=all ack after %.2f s" %
+                  (run + 1, leader, " (also the controller)" if was_controller else "", first))
 
         def back_in_isr():
             p = leader_of("fo")
