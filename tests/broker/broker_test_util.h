@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/coding.h"
 #include "base/file.h"
@@ -246,6 +248,23 @@ inline void CreateTopic(Client& c, const std::string& topic, int32_t partitions 
   c.Call(req, 4, &resp);
   REQUIRE(resp.topics.size() == 1);
   REQUIRE(resp.topics[0].error_code == 0);
+}
+
+// Creates `topic` (one partition) with topic configs, through the CreateTopics API.
+inline void CreateTopicWithConfigs(
+    Client& c, const std::string& topic,
+    const std::vector<std::pair<std::string, std::string>>& configs) {
+  protocol::CreateTopicsRequest req;
+  protocol::CreateTopicsRequest::Topic t;
+  t.name = topic;
+  t.num_partitions = 1;
+  t.replication_factor = 1;
+  for (const auto& [k, v] : configs) t.configs.push_back({k, v});
+  req.topics.push_back(t);
+  protocol::CreateTopicsResponse resp;
+  c.Call(req, 4, &resp);
+  REQUIRE(resp.topics.size() == 1);
+  REQUIRE_MESSAGE(resp.topics[0].error_code == 0, resp.topics[0].error_message.value_or(""));
 }
 
 // Every record value in a fetched record set.

@@ -50,26 +50,6 @@ std::string PartitionSeries(const std::string& name, const std::string& topic, i
   return name + "{partition=\"" + std::to_string(p) + "\",topic=\"" + topic + "\"}";
 }
 
-void CreateTopicWithConfigs(Client& c, const std::string& topic,
-                            const std::vector<std::pair<std::string, std::string>>& configs) {
-  protocol::CreateTopicsRequest req;
-  protocol::CreateTopicsRequest::Topic t;
-  t.name = topic;
-  t.num_partitions = 1;
-  t.replication_factor = 1;
-  for (const auto& [k, v] : configs) {
-    protocol::CreateTopicsRequest::Config cfg;
-    cfg.name = k;
-    cfg.value = v;
-    t.configs.push_back(cfg);
-  }
-  req.topics.push_back(t);
-  protocol::CreateTopicsResponse resp;
-  c.Call(req, 4, &resp);
-  REQUIRE(resp.topics.size() == 1);
-  REQUIRE(resp.topics[0].error_code == 0);
-}
-
 BrokerConfig WithMetrics(BrokerConfig c = {}) {
   c.metrics_host = "127.0.0.1";
   c.metrics_port = 0;

@@ -27,21 +27,6 @@ std::string SourceBatch(int64_t base, int n, const std::string& prefix = "m-") {
   return b;
 }
 
-void CreateTopicWithConfigs(Client& c, const std::string& topic,
-                            const std::map<std::string, std::string>& configs) {
-  protocol::CreateTopicsRequest req;
-  protocol::CreateTopicsRequest::Topic t;
-  t.name = topic;
-  t.num_partitions = 1;
-  t.replication_factor = 1;
-  for (const auto& [k, v] : configs) t.configs.push_back({k, v});
-  req.topics.push_back(t);
-  protocol::CreateTopicsResponse resp;
-  c.Call(req, 4, &resp);
-  REQUIRE(resp.topics.size() == 1);
-  REQUIRE_MESSAGE(resp.topics[0].error_code == 0, resp.topics[0].error_message.value_or(""));
-}
-
 protocol::SiltAppendBatchesResponse SiltAppend(Client& c, const std::string& topic,
                                                int64_t expected, const std::string& batches) {
   protocol::SiltAppendBatchesRequest req;

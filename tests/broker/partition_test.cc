@@ -239,20 +239,6 @@ TEST_CASE("deleting a topic wakes the fetches waiting on it") {
 
 namespace {
 
-void CreateTopicWith(Client& c, const std::string& topic,
-                     std::vector<std::pair<std::string, std::string>> configs) {
-  protocol::CreateTopicsRequest req;
-  protocol::CreateTopicsRequest::Topic t;
-  t.name = topic;
-  t.num_partitions = 1;
-  t.replication_factor = 1;
-  for (auto& [k, v] : configs) t.configs.push_back({k, v});
-  req.topics.push_back(t);
-  protocol::CreateTopicsResponse resp;
-  c.Call(req, 4, &resp);
-  REQUIRE(resp.topics.at(0).error_code == 0);
-}
-
 }  // namespace
 
 TEST_CASE("a first batch whose write to the log fails is not appended; its retry lands once") {
@@ -280,7 +266,7 @@ TEST_CASE("a first batch whose write to the log fails is not appended; its retry
 TEST_CASE("a failed fsync takes the partition offline; after a restart the retry is a duplicate") {
   TestBroker b;
   Client c(b.port);
-  CreateTopicWith(c, "syncfail", {{"flush.messages", "1"}});
+  CreateTopicWithConfigs(c, "syncfail", {{"flush.messages", "1"}});
   auto part = Served(b, "syncfail");
   const std::string batch = MakeBatch(3, format::Compression::kNone, 78, 0, 0);
   {
@@ -306,7 +292,7 @@ TEST_CASE("a failed fsync takes the partition offline; after a restart the retry
 TEST_CASE("producer snapshots are written at each roll and at a clean shutdown, and restore dedup") {
   TestBroker b;
   Client c(b.port);
-  CreateTopicWith(c, "snap", {{"segment.bytes", "300"}});
+  CreateTopicWithConfigs(c, "snap", {{"segment.bytes", "300"}});
   const int64_t pid = 79;
   int32_t seq = 0;
   std::string last;

@@ -26,24 +26,6 @@ constexpr NodeId kFollower{2};
 
 using ClusterBroker = HandClusterBroker;
 
-void CreateTopicWithConfig(Client& c, const std::string& topic, const std::string& key,
-                           const std::string& value) {
-  protocol::CreateTopicsRequest req;
-  protocol::CreateTopicsRequest::Topic t;
-  t.name = topic;
-  t.num_partitions = 1;
-  t.replication_factor = 1;
-  protocol::CreateTopicsRequest::Config cfg;
-  cfg.name = key;
-  cfg.value = value;
-  t.configs.push_back(cfg);
-  req.topics.push_back(t);
-  protocol::CreateTopicsResponse resp;
-  c.Call(req, 4, &resp);
-  REQUIRE(resp.topics.size() == 1);
-  REQUIRE(resp.topics[0].error_code == 0);
-}
-
 protocol::FetchRequest ReplicaFetch(const std::string& topic, int64_t offset, int32_t replica,
                                     int32_t max_wait_ms = 0, int32_t current_epoch = -1) {
   protocol::FetchRequest f = MakeFetch(topic, 0, offset, max_wait_ms);
@@ -206,7 +188,7 @@ TEST_CASE("acks=all: NOT_ENOUGH_REPLICAS before the append, NOT_ENOUGH_REPLICAS_
           "after it, NOT_LEADER_OR_FOLLOWER when leadership moves while waiting") {
   ClusterBroker b;
   Client c(b.port);
-  CreateTopicWithConfig(c, "mi", "min.insync.replicas", "2");
+  CreateTopicWithConfigs(c, "mi", {{"min.insync.replicas", "2"}});
   auto part = b.Get("mi");
   REQUIRE(part->BecomeLeader(LeaderEpoch(1), 0, {kLocal, kFollower}, {kLocal}).ok());
   CHECK(ProduceError(c, "mi", -1) == Wire(ErrorCode::NOT_ENOUGH_REPLICAS));
@@ -250,7 +232,7 @@ TEST_CASE("acks=all keeps waiting while its leader is only without a role, and a
           "leads again in the same epoch") {
   ClusterBroker b;
   Client c(b.port);
-  CreateTopicWithConfig(c, "nr", "min.insync.replicas", "2");
+  CreateTopicWithConfigs(c, "nr", {{"min.insync.replicas", "2"}});
   auto part = b.Get("nr");
   REQUIRE(part->BecomeLeader(LeaderEpoch(1), 0, {kLocal, kFollower}, {kLocal}).ok());
   part->SetIsr({kLocal, kFollower});
@@ -430,7 +412,7 @@ TEST_CASE(
     "a leader whose lease ran out names no leader in Metadata, and itself again once renewed") {
   ClusterBroker b;
   Client c(b.port);
-  CreateTopicWithConfig(c, "leased", "min.insync.replicas", "1");
+  CreateTopicWithConfigs(c, "leased", {{"min.insync.replicas", "1"}});
   auto part = b.Get("leased");
   REQUIRE(part->BecomeLeader(LeaderEpoch(1), 0, {kLocal, kFollower}, {kLocal, kFollower}).ok());
   auto leader_of = [&](int16_t* error) {
