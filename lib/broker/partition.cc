@@ -849,7 +849,10 @@ Status Partition::BecomeLeader(LeaderEpoch epoch, int32_t partition_epoch,
     replicas_ = std::move(replicas);
     isr_ = std::move(isr);
     partition_epoch_ = partition_epoch;
-    if (new_leader) leading_since_ms_.store(now);
+    if (new_leader) {
+      leading_since_ms_.store(now);
+      gap_answered_.clear();  // each leadership has its own leader-change grace
+    }
     leading_ = true;
     leader_ = local_;
     SyncFollowersLocked();

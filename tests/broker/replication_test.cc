@@ -641,4 +641,9 @@ TEST_CASE("a producer's gap is answered retriably for at most kGapGraceMs") {
   std::this_thread::sleep_for(std::chrono::milliseconds(Partition::kGapGraceMs + 100));
   b.Produce(IdempotentBatch(1, pid, 9), &e);
   CHECK(e == protocol::ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER);
+  // A later leadership has a budget of its own.
+  REQUIRE(b.part->BecomeFollower(LeaderEpoch(3), 2, kA).ok());
+  REQUIRE(b.part->BecomeLeader(LeaderEpoch(4), 3, {kA, kB}, {kB}).ok());
+  b.Produce(IdempotentBatch(1, pid, 9), &e);
+  CHECK(e == protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER);
 }
