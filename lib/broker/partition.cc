@@ -386,9 +386,8 @@ bool Partition::GapMayBeInFlightLocked(const format::BatchHeader& h) {
   if (static_cast<int64_t>(h.base_sequence) <= static_cast<int64_t>(e->batches.back().last_seq) + 1)
     return false;
   if (gap_answered_.size() >= 4096) gap_answered_.clear();
-  auto [it, fresh] = gap_answered_.try_emplace(h.producer_id, now);
-  (void)fresh;
-  return now - it->second < kGapGraceMs;
+  const int64_t first_answer = gap_answered_.try_emplace(h.producer_id, now).first->second;
+  return now - first_answer < kGapGraceMs;
 }
 
 const Partition::Refusal* Partition::RefusalBeforeLocked(const format::BatchHeader& h) const {
