@@ -14,19 +14,20 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <climits>
-#include <utility>
+#include <cstring>
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
+#include <utility>
 
 #include "base/clock.h"
 #include "base/coding.h"
-#include "base/metrics.h"
 #include "base/crc32c.h"
+#include "base/metrics.h"
 #include "format/batch_header.h"
 #include "format/layout.h"
 #include "storage/log_cleaner.h"
@@ -55,13 +56,25 @@ Status ParseEpochCheckpoint(const std::string& path, const std::string& text,
 }  // namespace
 
 Result<std::string> ReadResult::ReadAll() const {
-  // One buffer, filled in place by pread: a single copy out of the page cache.
-  std::string out(static_cast<size_t>(total_bytes), '\0');
+  std::string out;
+  SILT_TRY(ReadInto(&out));
+  return out;
+}
+
+Status ReadResult::ReadInto(std::string* out) const {
+  // One buffer, filled in place by pread: a single copy out of the page cache. A buffer too
+  // small is replaced, not grown (growing would copy its old bytes).
+  const size_t total = static_cast<size_t>(total_bytes);
+  if (out->capacity() < total) {
+    std::string().swap(*out);
+    out->reserve(total);
+  }
+  out->resize(total);
   size_t at = 0;
   for (const FileSlice& s : slices) {
     size_t got = 0;
     while (got < static_cast<size_t>(s.length)) {
-      ssize_t n = ::pread(s.file->fd(), out.data() + at + got, static_cast<size_t>(s.length) - got,
+      ssize_t n = ::pread(s.file->fd(), out->data() + at + got, static_cast<size_t>(s.length) - got,
                           s.position + static_cast<int64_t>(got));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return Status::FromErrno("read " + s.file->path(), errno);
@@ -72,7 +85,7 @@ Result<std::string> ReadResult::ReadAll() const {
     }
     at += got;
   }
-  return out;
+  return Status::OK();
 }
 
 struct PartitionLog::Impl {
@@ -107,6 +120,7 @@ struct PartitionLog::Impl {
   std::function<void(Offset)> listener;       // guarded by listener_mu
   std::function<void(Offset)> roll_listener;  // guarded by listener_mu
   std::vector<Offset> pending_rolls;          // guarded by append_mu; see TakeRolls
+  std::string copy_window;  // AppendCopiedWithOffsets' read-back buffer (append_mu held)
 
   std::shared_ptr<Segment> active() const { return segments.back(); }
 
@@ -520,6 +534,211 @@ Result<AppendResult> PartitionLog::Append(char* p, size_t size, int32_t leader_e
   // The batch is in the log: a failed fsync of the flush policy is reported beside the result,
   // not as a failure (see the header).
   r.flush_error = im.MaybeFlushAfterAppend(std::max<int64_t>(1, h.records_count));
+  l.Release();
+  im.NotifyAppend();
+  return r;
+}
+
+namespace {
+
+// Reads exactly `length` bytes of `fd` at `position` into `out`.
+Status PReadExactly(int fd, int64_t position, size_t length, char* out, const std::string& path) {
+  for (size_t got = 0; got < length;) {
+    ssize_t n = ::pread(fd, out + got, length - got, position + static_cast<int64_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("read " + path, errno);
+    if (n == 0)
+      return Status::OutOfRange(path + ": data at position " + std::to_string(position) +
+                                " is gone");
+    got += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<AppendResult> PartitionLog::AppendCopiedWithOffsets(const std::vector<FileSlice>& from,
+                                                           int64_t* batch_count,
+                                                           int64_t* record_count) {
+  Impl& im = *impl_;
+  if (im.read_only) return Status::InvalidArgument(im.dir + " is open read-only");
+  int64_t total = 0;
+  for (const FileSlice& s : from) total += s.length;
+  if (total <= 0) return Status::InvalidArgument("no batches to append");
+  Impl::WriterLock l(im);
+  if (im.closed) return Status::InvalidArgument(im.dir + " is closed");
+  // The first batch's header, read from the source, says which segment the copy goes to (a new
+  // one when the active one is full; a new log start for an empty log). The header is checked
+  // again once copied.
+  char head[format::kBatchHeaderSize];
+  if (from.front().length < format::kBatchHeaderSize)
+    return Status::Truncated("the first batch to copy is cut short");
+  SILT_TRY(PReadExactly(from.front().file->fd(), from.front().position, sizeof head, head,
+                        from.front().file->path()));
+  const format::BatchHeader first = format::DecodeBatchHeader(std::string_view(head, sizeof head));
+  if (first.base() < Offset(im.log_end.load()))
+    return Status::InvalidArgument("batch at offset " + std::to_string(first.base_offset) +
+                                   " is below the log end " + std::to_string(im.log_end.load()));
+  if (first.base().value() > im.log_end.load() && im.active()->size() == 0 &&
+      im.segments.size() == 1) {
+    // As in AppendWithOffsets: an empty log starts at the first offset it is given.
+    SILT_TRY(im.NewSegmentLocked(first.base()));
+    {
+      std::unique_lock ul(im.mu);
+      im.log_start = first.base();
+      im.log_end.store(first.base().value());
+      im.recovery_point.store(first.base().value());
+    }
+    if (im.checkpoint_hook)
+      SILT_TRY(im.checkpoint_hook(first.base().value(), first.base().value()));
+  }
+  auto act = im.active();
+  if (act->ShouldRoll(first.size(), first.max_timestamp, first.last(), im.config.segment_bytes,
+                      im.config.segment_ms, im.config.segment_index_bytes)) {
+    Offset base(im.log_end.load());
+    if (first.last().value() - base.value() > INT32_MAX) base = first.base();
+    SILT_TRY(im.NewSegmentLocked(base));
+    act = im.active();
+  }
+  // Copied a piece at a time; each piece is read back from this log's file right after it
+  // lands (while the pages are in the CPU's cache, into a buffer small enough to stay there)
+  // and its whole batches are checked.
+  const int64_t start = act->size();
+  const int log_fd = act->log_file()->fd();
+  struct Item {
+    size_t at;
+    BatchInfo info;
+    int32_t epoch;
+    int32_t records;
+  };
+  std::vector<Item> items;
+  Offset expect(im.log_end.load());
+  format::FramingLimits limits;
+  constexpr int64_t kPiece = 1 << 20;
+  // window[0, used) holds the bytes [checked, copied) of the staged copy.
+  std::string& window = im.copy_window;
+  size_t used = 0;
+  size_t slice = 0;
+  int64_t in_slice = 0;  // bytes of from[slice] already copied
+  int64_t copied = 0;
+  int64_t checked = 0;
+  while (checked < total) {
+    Status s;
+    const int64_t piece_start = copied;
+    for (int64_t want = std::min(kPiece, total - copied); want > 0 && s.ok();) {
+      const FileSlice& f = from[slice];
+      const int64_t n = std::min(want, f.length - in_slice);
+      s = act->StageCopy(f.file->fd(), f.position + in_slice, n, copied);
+      copied += n;
+      want -= n;
+      in_slice += n;
+      if (in_slice == f.length) {
+        ++slice;
+        in_slice = 0;
+      }
+    }
+    if (s.ok()) {
+      const size_t n = static_cast<size_t>(copied - piece_start);
+      if (window.size() < used + n) window.resize(used + n);
+      s = PReadExactly(log_fd, start + piece_start, n, window.data() + used, act->log_path());
+      used += n;
+    }
+    // Every whole batch copied so far; at the end, a cut one is an error too.
+    size_t at = 0;
+    while (s.ok() && at < used) {
+      std::string_view rest = std::string_view(window.data() + at, used - at);
+      if (copied < total) {
+        if (rest.size() < static_cast<size_t>(format::kLogOverhead)) break;
+        const int64_t size =
+            format::kLogOverhead +
+            static_cast<int32_t>(DecodeBE32(rest.data() + format::kBatchLengthOffset));
+        if (size > static_cast<int64_t>(rest.size()) && size <= limits.max_batch_size) break;
+      }
+      format::BatchHeader h;
+      s = format::CheckBatchFraming(rest, limits, &h);
+      if (s.ok() && h.base() < expect)
+        s = Status::InvalidArgument("batch at offset " + std::to_string(h.base_offset) +
+                                    " is below the log end " + std::to_string(expect.value()));
+      if (s.ok() && checked == 0 && std::memcmp(rest.data(), head, sizeof head) != 0)
+        s = Status::OutOfRange("the source changed while it was copied (log truncated?)");
+      if (!s.ok()) {
+        s = s.WithContext("copied batch at byte " + std::to_string(checked));
+        break;
+      }
+      BatchInfo info;
+      info.size = h.size();
+      info.base = h.base();
+      info.last = h.last();
+      info.max_timestamp = h.max_timestamp;
+      items.push_back(
+          {static_cast<size_t>(checked), info, h.partition_leader_epoch, h.records_count});
+      expect = h.next();
+      checked += h.size();
+      at += static_cast<size_t>(h.size());
+    }
+    if (!s.ok()) {
+      (void)act->DropStaged();
+      return s;
+    }
+    std::memmove(window.data(), window.data() + at, used - at);
+    used -= at;
+  }
+  if (window.size() > (8 << 20)) std::string().swap(window);  // after a very large batch
+  Offset old_end(im.log_end.load());
+  std::vector<EpochEntry> starts;
+  for (const Item& it : items) starts.push_back({it.epoch, it.info.base});
+  const std::vector<EpochEntry> added = im.NewEpochs(starts);
+  AppendResult r;
+  r.base_offset = items.front().info.base;
+  r.last_offset = items.back().info.last;
+  r.position = FilePos(start);
+  int64_t records = 0;         // for the flush policy: at least one per batch
+  int64_t copied_records = 0;  // recordsCount summed
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    Status s;
+    if (i > 0 &&
+        act->ShouldRoll(it.info.size, it.info.max_timestamp, it.info.last, im.config.segment_bytes,
+                        im.config.segment_ms, im.config.segment_index_bytes)) {
+      // The rest belongs in a new segment: it goes there as AppendWithOffsets writes, from
+      // memory (a roll comes once per segment.bytes).
+      std::string rest(static_cast<size_t>(total) - it.at, '\0');
+      s = PReadExactly(log_fd, start + static_cast<int64_t>(it.at), rest.size(), rest.data(),
+                       act->log_path());
+      if (s.ok()) s = act->DropStaged();
+      for (size_t j = i; j < items.size() && s.ok(); ++j) {
+        s = im.AppendOneLocked(std::string_view(rest).substr(
+                                   items[j].at - it.at, static_cast<size_t>(items[j].info.size)),
+                               items[j].info);
+        if (s.ok()) {
+          records += std::max(1, items[j].records);
+          copied_records += items[j].records;
+        }
+      }
+      if (s.ok()) break;
+    } else {
+      s = act->PublishStaged(it.info, im.config.index_interval_bytes);
+      if (s.ok()) {
+        im.log_end.store(it.info.last.value() + 1);
+        records += std::max(1, it.records);
+        copied_records += it.records;
+        continue;
+      }
+    }
+    // Take back the batches of this call that did land.
+    (void)act->DropStaged();
+    if (Offset(im.log_end.load()) > old_end) {
+      Status t = im.TruncateToLocked(old_end);
+      if (!t.ok()) s = t.WithContext(s.ToString());
+    }
+    l.Release();
+    return s;
+  }
+  (void)act->DropStaged();  // nothing is left past the published end: clears the mark
+  im.CommitEpochs(added);
+  r.flush_error = im.MaybeFlushAfterAppend(records);
+  if (batch_count) *batch_count = static_cast<int64_t>(items.size());
+  if (record_count) *record_count = copied_records;
   l.Release();
   im.NotifyAppend();
   return r;

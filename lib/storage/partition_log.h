@@ -49,6 +49,9 @@ struct ReadResult {
   Offset next_offset;             // the offset after the last batch returned
   // Copies the slices' bytes into one buffer (for callers that do not sendfile).
   Result<std::string> ReadAll() const;
+  // The same into *out (its size becomes total_bytes), reusing its memory: a caller that reads
+  // chunk after chunk into one string touches no new pages after the first.
+  Status ReadInto(std::string* out) const;
 };
 
 struct SegmentInfo {
@@ -105,6 +108,15 @@ class PartitionLog {
   // batch's offset (log start moves there) instead of keeping a gap from its old end.
   // Failures as for Append: all of the batches or none (an empty log may keep its new start).
   Result<AppendResult> AppendWithOffsets(std::string_view batches);
+  // The same for batches that lie in other files (`from`: whole batches back to back, such as
+  // a ReadResult of another log): the bytes go file to file (copy_file_range(2), or through a
+  // buffer where the kernel cannot), past the published end of the active segment, and are
+  // then checked where they landed, in this log's own file, as AppendWithOffsets checks them;
+  // only then are they published. What is checked is therefore exactly what this log holds,
+  // even if the source changes meanwhile (that fails the call: nothing is appended). Counts
+  // the batches and records appended into *batches and *records (when not null).
+  Result<AppendResult> AppendCopiedWithOffsets(const std::vector<FileSlice>& from, int64_t* batches,
+                                               int64_t* records);
 
   // Whole batches from the one containing `start` on, up to `max_bytes` (at least one batch when
   // `min_one` is set, even if larger) and stopping before `upper_bound` (e.g. the high watermark).

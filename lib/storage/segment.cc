@@ -2,8 +2,10 @@
 #include "storage/segment.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <mutex>
@@ -360,6 +362,67 @@ Status Segment::Append(std::string_view batch, const BatchInfo& info, int32_t in
     if (!log_->Truncate(pos).ok()) tail_dirty_ = true;
     return s;
   }
+  return PublishLocked(pos, static_cast<int64_t>(batch.size()), info, interval);
+}
+
+Status Segment::StageCopy(int from_fd, int64_t from_position, int64_t length, int64_t at) {
+  if (tail_dirty_ && at == 0) {
+    SILT_TRY(log_->Truncate(size_));
+    tail_dirty_ = false;
+  }
+  log_unsynced_ = true;
+  tail_dirty_ = true;  // until published or dropped
+  loff_t in = from_position;
+  loff_t out = size_ + at;
+  int64_t left = length;
+  bool kernel_copy = true;
+  std::string buf;
+  while (left > 0) {
+    if (kernel_copy) {
+      ssize_t n = ::copy_file_range(from_fd, &in, log_->fd(), &out, static_cast<size_t>(left), 0);
+      if (n > 0) {
+        left -= n;
+        continue;
+      }
+      if (n == 0) break;  // the source ends here
+      if (errno == EINTR) continue;
+      if (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
+          errno == EBADF) {
+        kernel_copy = false;  // not between these two files: through a buffer
+        continue;
+      }
+      return Status::FromErrno("copy_file_range into " + log_path_, errno);
+    }
+    if (buf.empty()) buf.resize(1 << 20);
+    ssize_t n =
+        ::pread(from_fd, buf.data(), std::min<size_t>(buf.size(), static_cast<size_t>(left)), in);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("read while copying into " + log_path_, errno);
+    if (n == 0) break;
+    SILT_TRY(log_->PWrite(out, std::string_view(buf.data(), static_cast<size_t>(n))));
+    in += n;
+    out += n;
+    left -= n;
+  }
+  if (left > 0)
+    return Status::OutOfRange("the source ended " + std::to_string(left) +
+                              " bytes short while copying into " + log_path_ + " (log truncated)");
+  return Status::OK();
+}
+
+Status Segment::PublishStaged(const BatchInfo& info, int32_t interval) {
+  Status s = PublishLocked(size_, info.size, info, interval);
+  if (!s.ok()) (void)DropStaged();
+  return s;
+}
+
+Status Segment::DropStaged() {
+  Status s = log_->Truncate(size_);
+  tail_dirty_ = !s.ok();
+  return s;
+}
+
+Status Segment::PublishLocked(int64_t pos, int64_t size, const BatchInfo& info, int32_t interval) {
   std::unique_lock l(mu_);
   const int64_t old_max = max_timestamp_;
   const Offset old_max_offset = offset_of_max_timestamp_;
@@ -369,7 +432,7 @@ Status Segment::Append(std::string_view batch, const BatchInfo& info, int32_t in
   }
   if (bytes_since_index_entry_ > interval) {
     size_t index_entries = index_.entries().size();
-    s = index_.Append(info.last, pos, info.base, static_cast<int64_t>(batch.size()));
+    Status s = index_.Append(info.last, pos, info.base, size);
     if (s.ok()) s = time_index_.MaybeAppend(max_timestamp_, offset_of_max_timestamp_);
     if (!s.ok()) {
       // Undo everything so that the segment is exactly as before the call.
@@ -382,8 +445,8 @@ Status Segment::Append(std::string_view batch, const BatchInfo& info, int32_t in
     bytes_since_index_entry_ = 0;
   }
   if (pos == 0) first_batch_timestamp_ = info.max_timestamp;
-  bytes_since_index_entry_ += static_cast<int64_t>(batch.size());
-  size_ = pos + static_cast<int64_t>(batch.size());
+  bytes_since_index_entry_ += size;
+  size_ = pos + size;
   next_offset_ = info.last + 1;
   return Status::OK();
 }

@@ -78,6 +78,17 @@ class Segment {
   // Appends one whole batch whose header fields are final. On failure the file is cut back to
   // its previous size and nothing is published.
   Status Append(std::string_view batch, const BatchInfo& info, int32_t index_interval_bytes);
+  // Copies `length` bytes of the file `from_fd` at `from_position` into the .log `at` bytes
+  // past its published end, where no reader looks (copy_file_range(2), or pread and pwrite
+  // where the kernel cannot copy between the two files). OutOfRange when the source ends
+  // first. The staged bytes are published batch by batch with PublishStaged, or dropped.
+  Status StageCopy(int from_fd, int64_t from_position, int64_t length, int64_t at);
+  // Publishes the batch that starts at the published end, already there through StageCopy, as
+  // Append would (index entries, timestamps, size). On failure nothing is published and the
+  // staged bytes are dropped.
+  Status PublishStaged(const BatchInfo& info, int32_t index_interval_bytes);
+  // Cuts the staged bytes that were not published.
+  Status DropStaged();
   // Adds the final time index entry (Kafka does so when a segment stops being active).
   Status OnBecomeInactive();
   // Drops every batch from the one holding `offset` on; returns the new next offset. On
@@ -132,6 +143,8 @@ class Segment {
 
  private:
   Segment(std::string dir, Offset base, bool read_only);
+  // The bookkeeping half of Append, for a batch whose bytes are at the published end.
+  Status PublishLocked(int64_t pos, int64_t size, const BatchInfo& info, int32_t interval);
   Status ScanFrom(int64_t position, bool skip_first_index, bool verify, bool is_last,
                   int32_t index_interval_bytes, int64_t file_size, LoadReport* report);
   void EnableIndexWrites();
