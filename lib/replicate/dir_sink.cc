@@ -130,7 +130,7 @@ Status FdatasyncPath(const std::string& path) {
 }
 
 // Bytes appended to a partition after which their writeback starts in the background.
-constexpr int64_t kBackgroundWritebackBytes = 8 << 20;
+constexpr int64_t kBackgroundWritebackBytes = 2 << 20;
 
 class DirSink final : public Sink {
  public:
@@ -213,15 +213,32 @@ class DirSink final : public Sink {
     Track(log);
     auto r = log->AppendWithOffsets(batches);
     if (!r.ok()) return r.status().WithContext(topic + "/" + std::to_string(partition));
-    dirty_.insert(log);
-    written_.insert(log);
-    int64_t& pending = unflushed_[log];
-    pending += static_cast<int64_t>(batches.size());
-    if (pending >= kBackgroundWritebackBytes) {
-      pending = 0;
-      auto segs = log->Segments();
-      if (!segs.empty()) writeback_.Kick(segs.back().log_path);
+    Appended(log, static_cast<int64_t>(batches.size()));
+    out.appended = true;
+    out.log_end = log->log_end_offset();
+    return out;
+  }
+
+  Result<AppendOutcome> AppendFiles(const std::string& topic, int32_t partition, Offset expected,
+                                    const std::vector<FileSlice>& files, int64_t* batches,
+                                    int64_t* records) override {
+    SILT_ASSIGN_OR_RETURN(storage::PartitionLog * log, dir_->Partition(topic, partition));
+    AppendOutcome out;
+    out.log_end = log->log_end_offset();
+    if (expected != out.log_end) return out;
+    if (files.empty()) {
+      out.appended = true;
+      return out;
     }
+    Track(log);
+    int64_t n = 0, m = 0;
+    auto r = log->AppendCopiedWithOffsets(files, &n, &m);
+    if (!r.ok()) return r.status().WithContext(topic + "/" + std::to_string(partition));
+    *batches += n;
+    *records += m;
+    int64_t bytes = 0;
+    for (const auto& f : files) bytes += f.length;
+    Appended(log, bytes);
     out.appended = true;
     out.log_end = log->log_end_offset();
     return out;
@@ -326,6 +343,20 @@ class DirSink final : public Sink {
   Status Promote(const std::string& topic) override { return Status::OK(); }
 
  private:
+  // After an append of `bytes` to `log`: to be synced by the next Flush; the writeback of
+  // every kBackgroundWritebackBytes of it starts at once.
+  void Appended(storage::PartitionLog* log, int64_t bytes) {
+    dirty_.insert(log);
+    written_.insert(log);
+    int64_t& pending = unflushed_[log];
+    pending += bytes;
+    if (pending >= kBackgroundWritebackBytes) {
+      pending = 0;
+      auto segs = log->Segments();
+      if (!segs.empty()) writeback_.Kick(segs.back().log_path);
+    }
+  }
+
   // The first time a log is seen: durable up to its recovery point (what the data dir's open
   // checked or trusted), its segment files known.
   void Track(storage::PartitionLog* log) {

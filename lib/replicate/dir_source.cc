@@ -1,6 +1,7 @@
 #include "replicate/dir_source.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/coding.h"
 #include "base/file.h"
 #include "offsets/local.h"
 #include "storage/data_dir.h"
@@ -70,33 +72,42 @@ class DirSource final : public Source {
 
   Result<Chunk> Read(const std::string& topic, int32_t partition, Offset from, int64_t max_bytes,
                      int max_wait_ms) override {
-    SILT_ASSIGN_OR_RETURN(Part * p, Get(topic, partition));
-    Bounds b = BoundsOf(topic, partition, *p);
-    if (from >= b.end) {
-      const int64_t deadline = MonotonicMs() + max_wait_ms;
-      for (;;) {
-        SILT_TRY(MaybeReopen(topic, partition, p));
-        b = BoundsOf(topic, partition, *p);
-        if (from < b.end || MonotonicMs() >= deadline) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      }
-    }
-    const std::string where = topic + "/" + std::to_string(partition);
-    if (from < b.log_start)
-      return Status::OutOfRange(where + ": offset " + std::to_string(from.value()) +
-                                " is below the source's log start " +
-                                std::to_string(b.log_start.value()));
-    if (from > b.end)
-      return Status::OutOfRange(where + ": offset " + std::to_string(from.value()) +
-                                " is past the source's end " + std::to_string(b.end.value()));
+    Part* p = nullptr;
     Chunk c;
-    c.bounds = b;
+    SILT_TRY(Locate(topic, partition, from, max_wait_ms, &p, &c.bounds));
     c.next_offset = from;
-    if (from == b.end) return c;
-    SILT_ASSIGN_OR_RETURN(auto r, p->log->Read(from, max_bytes, b.end, /*min_one=*/true));
-    SILT_ASSIGN_OR_RETURN(c.batches, r.ReadAll());
+    if (from == c.bounds.end) return c;
+    SILT_ASSIGN_OR_RETURN(auto r, p->log->Read(from, max_bytes, c.bounds.end, /*min_one=*/true));
+    c.batches = std::move(spare_);
+    SILT_TRY(r.ReadInto(&c.batches));
     c.next_offset = c.batches.empty() ? from : r.next_offset;
     return c;
+  }
+
+  Result<FileChunk> ReadFiles(const std::string& topic, int32_t partition, Offset from,
+                              int64_t max_bytes) override {
+    Part* p = nullptr;
+    FileChunk c;
+    SILT_TRY(Locate(topic, partition, from, 0, &p, &c.bounds));
+    c.next_offset = from;
+    if (from == c.bounds.end) return c;
+    SILT_ASSIGN_OR_RETURN(auto r, p->log->Read(from, max_bytes, c.bounds.end, /*min_one=*/true));
+    if (r.slices.empty()) return c;
+    // baseOffset: the first 8 bytes of the first batch.
+    char base[8];
+    const FileSlice& s = r.slices.front();
+    if (s.length < static_cast<int64_t>(sizeof base) ||
+        ::pread(s.file->fd(), base, sizeof base, s.position) != static_cast<ssize_t>(sizeof base))
+      return Status::OutOfRange(s.file->path() + ": data at position " +
+                                std::to_string(s.position) + " is gone (log truncated)");
+    c.first_base = Offset(static_cast<int64_t>(DecodeBE64(base)));
+    c.files = std::move(r.slices);
+    c.next_offset = r.next_offset;
+    return c;
+  }
+
+  void Recycle(std::string&& buffer) override {
+    if (buffer.capacity() > spare_.capacity()) spare_ = std::move(buffer);
   }
 
   Result<Offset> OffsetForTime(const std::string& topic, int32_t partition,
@@ -141,6 +152,34 @@ class DirSource final : public Source {
     Part& p = parts_[key];
     p.log = std::move(log);
     return &p;
+  }
+
+  // The partition and its bounds for a read from `from` (waiting up to `max_wait_ms` for more
+  // when `from` is at the end); OutOfRange when `from` is outside them.
+  Status Locate(const std::string& topic, int32_t partition, Offset from, int max_wait_ms,
+                Part** part, Bounds* bounds) {
+    SILT_ASSIGN_OR_RETURN(Part * p, Get(topic, partition));
+    Bounds b = BoundsOf(topic, partition, *p);
+    if (from >= b.end) {
+      const int64_t deadline = MonotonicMs() + max_wait_ms;
+      for (;;) {
+        SILT_TRY(MaybeReopen(topic, partition, p));
+        b = BoundsOf(topic, partition, *p);
+        if (from < b.end || MonotonicMs() >= deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
+    const std::string where = topic + "/" + std::to_string(partition);
+    if (from < b.log_start)
+      return Status::OutOfRange(where + ": offset " + std::to_string(from.value()) +
+                                " is below the source's log start " +
+                                std::to_string(b.log_start.value()));
+    if (from > b.end)
+      return Status::OutOfRange(where + ": offset " + std::to_string(from.value()) +
+                                " is past the source's end " + std::to_string(b.end.value()));
+    *part = p;
+    *bounds = b;
+    return Status::OK();
   }
 
   Bounds BoundsOf(const std::string& topic, int32_t partition, const Part& p) const {
@@ -188,6 +227,7 @@ class DirSource final : public Source {
   std::unique_ptr<storage::DataDir> dir_;
   std::map<std::pair<std::string, int32_t>, Part> parts_;
   storage::OffsetCheckpointMap high_watermarks_;
+  std::string spare_;  // a buffer handed back by Recycle, filled by the next Read
 };
 
 }  // namespace

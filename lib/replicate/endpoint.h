@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/file_slice.h"
 #include "base/ids.h"
 #include "base/status.h"
 
@@ -55,6 +56,15 @@ struct Chunk {
   Bounds bounds;        // the partition's range when this was read
 };
 
+// The batches of a chunk where they lie in a data dir source's files, for a data dir sink to
+// copy file to file (Source::ReadFiles, Sink::AppendFiles).
+struct FileChunk {
+  std::vector<FileSlice> files;  // whole v2 batches in offset order; the first holds `from`
+  Offset first_base{-1};         // the first batch's baseOffset (-1 when `files` is empty)
+  Offset next_offset;            // the offset after the last batch (== from when empty)
+  Bounds bounds;
+};
+
 // A group's committed offsets.
 struct GroupOffsets {
   std::string group;
@@ -85,6 +95,15 @@ class Source {
                                        int64_t ts_ms) = 0;
   // Committed offsets of every group (for --groups).
   virtual Result<std::vector<GroupOffsets>> ListGroupOffsets() = 0;
+  // What Read(from, max_bytes, 0) would return, as ranges of the source's files instead of
+  // bytes. A data dir only; Unsupported elsewhere.
+  virtual Result<FileChunk> ReadFiles(const std::string& /*topic*/, int32_t /*partition*/,
+                                      Offset /*from*/, int64_t /*max_bytes*/) {
+    return Status::Unsupported("the source is not a data dir");
+  }
+  // Hands back the buffer of a Chunk the caller is done with, for the next Read to fill (a
+  // data dir reads chunk after chunk into the same memory instead of fresh pages each time).
+  virtual void Recycle(std::string&& /*buffer*/) {}
 };
 
 // How a Sink places batches.
@@ -133,6 +152,15 @@ class Sink {
   // batches start at.
   virtual Result<AppendOutcome> Append(const std::string& topic, int32_t partition,
                                        Offset expected, std::string_view batches) = 0;
+  // Append of the batches in `files` (a FileChunk of a data dir source) as they are, copied
+  // file to file and checked where they land; adds the batches and records appended to
+  // *batches and *records. A data dir only; Unsupported elsewhere.
+  virtual Result<AppendOutcome> AppendFiles(const std::string& /*topic*/, int32_t /*partition*/,
+                                            Offset /*expected*/,
+                                            const std::vector<FileSlice>& /*files*/,
+                                            int64_t* /*batches*/, int64_t* /*records*/) {
+    return Status::Unsupported("the destination is not a data dir");
+  }
   // Makes every Append so far durable (fsync for a data dir, acks=all for a cluster).
   virtual Status Flush() = 0;
   // Drops every record at or after `offset` of a partition (a batch holding it goes whole), for

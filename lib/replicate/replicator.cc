@@ -306,7 +306,66 @@ Status Replicator::VerifyTail(Part* p, Offset from, Offset to, Offset* dest_end)
   return Status::OK();
 }
 
+// From a data dir into a data dir: the chunk goes file to file (Source::ReadFiles,
+// Sink::AppendFiles), never through this process's memory; the sink checks the batches where
+// they land. Anything out of the ordinary (no batch to copy, a first batch that starts before
+// where the copy stands, a wait for more) is left to the ordinary path: *handled stays false.
+Status Replicator::CopyFilesOnce(Part* p, bool* progressed, int wait_ms, bool* handled) {
+  *handled = false;
+  if (wait_ms > 0 || sink_->placement() != Placement::kPreservesOffsets) return Status::OK();
+  auto fc = source_->ReadFiles(p->topic, p->partition, p->next, options_.chunk_bytes);
+  if (!fc.ok()) {
+    if (fc.status().code() == Status::Code::kUnsupported) copy_files_ = false;
+    return Status::OK();  // errors and gaps are reported by the ordinary path
+  }
+  if (fc->files.empty()) return Status::OK();
+  if (!p->dest_empty && fc->first_base != p->expected) return Status::OK();
+  int64_t batches = 0, records = 0;
+  auto out = sink_->AppendFiles(p->topic, p->partition, p->expected, fc->files, &batches, &records);
+  if (!out.ok()) {
+    if (out.status().code() == Status::Code::kUnsupported) {
+      copy_files_ = false;
+      return Status::OK();
+    }
+    return out.status();
+  }
+  *handled = true;
+  *progressed = true;
+  p->source_end = fc->bounds.end;
+  p->log_start = fc->bounds.log_start;
+  p->stalled = false;
+  if (!out->appended) {
+    // The destination's end moved under us: compare what it now holds with the source.
+    Offset dest_end = out->log_end;
+    if (dest_end > p->expected) SILT_TRY(VerifyTail(p, p->expected, dest_end, &dest_end));
+    p->expected = dest_end;
+    p->next = dest_end;
+    p->dest_empty = dest_end == Offset(0);
+    return Status::OK();
+  }
+  int64_t bytes = 0;
+  for (const auto& f : fc->files) bytes += f.length;
+  p->records += records;
+  p->bytes += bytes;
+  p->batches += batches;
+  summary_.records += records;
+  summary_.bytes += bytes;
+  summary_.batches += batches;
+  p->dest_empty = false;
+  p->next = fc->next_offset;
+  p->expected = out->log_end;
+  if (p->next >= p->source_end) p->caught_up_ms = MonotonicMs();
+  dirty_ = true;
+  checkpoint_changed_ = true;
+  return Status::OK();
+}
+
 Status Replicator::CopyOnce(Part* p, bool* progressed, int wait_ms) {
+  if (copy_files_) {
+    bool handled = false;
+    SILT_TRY(CopyFilesOnce(p, progressed, wait_ms, &handled));
+    if (handled) return Status::OK();
+  }
   auto chunk = source_->Read(p->topic, p->partition, p->next, options_.chunk_bytes, wait_ms);
   if (!chunk.ok()) {
     if (chunk.status().code() == Status::Code::kOutOfRange) {
@@ -315,6 +374,12 @@ Status Replicator::CopyOnce(Part* p, bool* progressed, int wait_ms) {
     }
     return chunk.status().WithContext("reading " + Where(p->topic, p->partition));
   }
+  // The chunk's buffer goes back to the source for its next read, whichever way this returns.
+  struct Recycler {
+    Source* source;
+    std::string* buffer;
+    ~Recycler() { source->Recycle(std::move(*buffer)); }
+  } recycler{source_, &chunk->batches};
   p->source_end = chunk->bounds.end;
   p->log_start = chunk->bounds.log_start;
   std::string_view batches = chunk->batches;

@@ -116,6 +116,7 @@ class Replicator {
   Status Prepare(Part* p);
   Status VerifyTail(Part* p, Offset from, Offset to, Offset* dest_end);
   Status CopyOnce(Part* p, bool* progressed, int wait_ms);
+  Status CopyFilesOnce(Part* p, bool* progressed, int wait_ms, bool* handled);
   Status HandleGap(Part* p);
   Status Commit();
   Status CopyGroups();
@@ -132,6 +133,7 @@ class Replicator {
   std::map<std::string, std::map<std::pair<std::string, int32_t>, int64_t>> groups_done_;
   bool dirty_ = false;          // appended since the last Commit
   bool checkpoint_changed_ = false;
+  bool copy_files_ = true;  // until the source or the sink says it cannot copy file to file
   Summary summary_;
 };
 
