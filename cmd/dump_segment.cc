@@ -437,6 +437,8 @@ Json MetadataRecordJson(const cluster::MetadataRecord& rec) {
         } else if constexpr (std::is_same_v<T, cluster::ProducerIdsRecord>) {
           j["broker_id"] = r.broker_id.value();
           j["next_producer_id"] = r.next_producer_id.value();
+          if (r.reserved_producer_id.value() >= 0)
+            j["reserved_producer_id"] = r.reserved_producer_id.value();
         } else if constexpr (std::is_same_v<T, cluster::ClusterIdRecord>) {
           j["cluster_id"] = r.cluster_id;
         }

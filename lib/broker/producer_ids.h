@@ -17,9 +17,9 @@ class ProducerIdAllocator {
   virtual Result<ProducerId> Allocate() = 0;
   // Makes every later Allocate() answer an id above `id`, durably: batches copied into a
   // mirror topic keep the producer ids of the cluster they came from, and a producer given one
-  // of those here after promote would inherit that producer's sequence state. The default does
-  // nothing: the cluster's block allocator does not reserve yet (a known gap for multi-node
-  // destinations).
+  // of those here after promote would inherit that producer's sequence state. A single node
+  // moves its counter file; a cluster node reserves through the metadata log, so that every
+  // node of the cluster skips the ids (cluster/cluster_node.h). The default does nothing.
   virtual Status ReserveThrough(ProducerId id) { return Status::OK(); }
 };
 

@@ -175,6 +175,12 @@ class BlockProducerIds final : public broker::ProducerIdAllocator {
   static constexpr int64_t kBlock = 1000;
   explicit BlockProducerIds(ClusterNode::Impl* node) : node_(node) {}
   Result<ProducerId> Allocate() override;
+  // Proposes a reservation (a ProducerIdsRecord with reserved_producer_id) through the end of
+  // the block of kBlock ids holding `id`, unless the image already reserves that far: every
+  // node's Allocate then skips the reserved ids, in the block it holds as in later ones. A
+  // node sees the reservation once its image has applied it (the proposing node before this
+  // returns; the others as the metadata log reaches them, normally within milliseconds).
+  Status ReserveThrough(ProducerId id) override;
 
  private:
   ClusterNode::Impl* node_;
@@ -1185,8 +1191,13 @@ Result<std::shared_ptr<storage::PartitionLog>> ImageStore::OpenLog(const std::st
 
 Result<ProducerId> BlockProducerIds::Allocate() {
   std::lock_guard<std::mutex> lock(mu_);
+  // Ids of the block held that a reservation made since covers are skipped.
+  const int64_t reserved = node_->image()->reserved_producer_id().value();
+  if (next_ <= reserved) next_ = std::min(reserved + 1, limit_);
   // Every block ends at a multiple of kBlock above the last one: a proposal made from a stale
-  // image does not advance the next id, is refused, and is retried from a newer image.
+  // image does not advance the next id, is refused, and is retried from a newer image. A
+  // reservation moves the next id to a multiple of kBlock too, so a block granted after it
+  // lies wholly above it.
   for (int attempt = 0; next_ >= limit_; ++attempt) {
     int64_t base = node_->image()->next_producer_id().value();
     int64_t end = (base / kBlock + 1) * kBlock;
@@ -1199,6 +1210,30 @@ Result<ProducerId> BlockProducerIds::Allocate() {
     if (r.status().code() != Status::Code::kInvalidArgument || attempt >= 10) return r.status();
   }
   return ProducerId(next_++);
+}
+
+Status BlockProducerIds::ReserveThrough(ProducerId id) {
+  if (id.value() < 0) return Status::OK();
+  if (id.value() > INT64_MAX - 2 * kBlock)
+    return Status::InvalidArgument("producer id " + std::to_string(id.value()) +
+                                   " is too large to reserve");
+  std::lock_guard<std::mutex> lock(mu_);
+  // Whole blocks: a source's producer ids grow one by one, so one proposal covers a
+  // thousand of them.
+  const int64_t through = (id.value() / kBlock + 1) * kBlock - 1;
+  for (int attempt = 0;; ++attempt) {
+    auto image = node_->image();
+    if (image->reserved_producer_id() >= id) break;
+    const int64_t next = std::max(image->next_producer_id().value(), through + 1);
+    auto r = node_->Propose(
+        {ProducerIdsRecord{node_->options.node_id, ProducerId(next), ProducerId(through)}});
+    if (r.ok()) break;
+    // Refused: the image changed since it was read (another reservation); look again.
+    if (r.status().code() != Status::Code::kInvalidArgument || attempt >= 10) return r.status();
+  }
+  const int64_t reserved = node_->image()->reserved_producer_id().value();
+  if (next_ <= reserved) next_ = std::min(reserved + 1, limit_);
+  return Status::OK();
 }
 
 // ---- ClusterNode ------------------------------------------------------------------------

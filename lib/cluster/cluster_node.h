@@ -24,6 +24,11 @@
 //   a node whose image shows another cluster id. Either is fatal: on_fatal is called once.
 // - Producer ids: blocks of 1000 from the controller (a ProducerIdsRecord advancing the image's
 //   next id by one block; the block is the 1000 ids below it), so they are unique cluster-wide.
+//   The producer ids of batches appended to a mirror topic are reserved the same way (a
+//   ProducerIdsRecord with reserved_producer_id, through the end of their block): every node
+//   skips the reserved ids from then on, in the block it holds too, once its image has the
+//   record (the leader that appended before it answers; another node as soon as the metadata
+//   log reaches it).
 // - Liveness: every broker.heartbeat.interval.ms a node sends a heartbeat to the controller
 //   (from a thread of its own; the answer counts once the node's image has the controller's);
 //   the ready controller proposes what its Controller (controller.h) decides: fencing and

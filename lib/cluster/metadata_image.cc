@@ -252,6 +252,21 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
     return Status::OK();
   }
   if (auto* r = std::get_if<ProducerIdsRecord>(&rec)) {
+    if (r->reserved_producer_id.value() >= 0) {
+      if (r->reserved_producer_id <= reserved_producer_id_) {
+        return Refuse(t, "reserved producer id " + std::to_string(r->reserved_producer_id.value()) +
+                             " does not advance past " +
+                             std::to_string(reserved_producer_id_.value()));
+      }
+      if (r->next_producer_id <= r->reserved_producer_id) {
+        return Refuse(t, "next producer id " + std::to_string(r->next_producer_id.value()) +
+                             " is not above the reserved id " +
+                             std::to_string(r->reserved_producer_id.value()));
+      }
+      reserved_producer_id_ = r->reserved_producer_id;
+      next_producer_id_ = std::max(next_producer_id_, r->next_producer_id);
+      return Status::OK();
+    }
     if (r->next_producer_id <= next_producer_id_) {
       return Refuse(t, "next producer id " + std::to_string(r->next_producer_id.value()) +
                            " does not advance past " + std::to_string(next_producer_id_.value()));
@@ -283,8 +298,8 @@ std::vector<MetadataRecord> MetadataImage::ToRecords() const {
       out.push_back(ConfigRecord{key.first, key.second, name, value});
     }
   }
-  if (next_producer_id_.value() > 0) {
-    out.push_back(ProducerIdsRecord{NodeId(-1), next_producer_id_});
+  if (next_producer_id_.value() > 0 || reserved_producer_id_.value() >= 0) {
+    out.push_back(ProducerIdsRecord{NodeId(-1), next_producer_id_, reserved_producer_id_});
   }
   return out;
 }

@@ -69,6 +69,9 @@ class MetadataImage {
   const std::string& cluster_id() const { return cluster_id_; }
   // The first producer id no block has been given out from yet.
   ProducerId next_producer_id() const { return next_producer_id_; }
+  // The highest producer id no broker may hand out (the ids carried by batches copied into
+  // mirror topics, reserved in whole blocks); -1 when none is reserved.
+  ProducerId reserved_producer_id() const { return reserved_producer_id_; }
 
   const TopicImage* FindTopic(std::string_view name) const;
   const TopicImage* FindTopic(const Uuid& id) const;
@@ -90,6 +93,7 @@ class MetadataImage {
   std::map<std::string, Uuid> topic_ids_;  // by name
   std::map<ConfigKey, std::map<std::string, std::string>> configs_;
   ProducerId next_producer_id_{0};
+  ProducerId reserved_producer_id_{-1};
   std::string cluster_id_;
 };
 

@@ -16,11 +16,14 @@ constexpr int16_t kPartitionChangeVersion = 2;
 constexpr int16_t kPartitionVersion = 1;
 // RegisterBroker v1 adds peer_host and peer_port.
 constexpr int16_t kRegisterBrokerVersion = 1;
+// ProducerIds v1 adds reserved_producer_id.
+constexpr int16_t kProducerIdsVersion = 1;
 
 int16_t VersionOf(RecordType t) {
   if (t == RecordType::kPartitionChange) return kPartitionChangeVersion;
   if (t == RecordType::kPartition) return kPartitionVersion;
   if (t == RecordType::kRegisterBroker) return kRegisterBrokerVersion;
+  if (t == RecordType::kProducerIds) return kProducerIdsVersion;
   return kRecordVersion;
 }
 
@@ -99,6 +102,7 @@ struct BodyWriter {
   void operator()(const ProducerIdsRecord& r) {
     w.I32(r.broker_id.value());
     w.I64(r.next_producer_id.value());
+    w.I64(r.reserved_producer_id.value());
   }
   void operator()(const ClusterIdRecord& r) { PutString(w, r.cluster_id); }
   void operator()(const AlterPartitionRecord& r) {
@@ -258,6 +262,9 @@ bool ReadBody(ByteReader& r, RecordType type, int16_t version, MetadataRecord* o
       int64_t next = 0;
       if (!GetNodeId(r, &x.broker_id) || !r.I64(&next)) return false;
       x.next_producer_id = ProducerId(next);
+      int64_t reserved = -1;
+      if (version >= 1 && !r.I64(&reserved)) return false;
+      x.reserved_producer_id = ProducerId(reserved);
       *out = x;
       return true;
     }

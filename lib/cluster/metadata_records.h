@@ -7,9 +7,9 @@
 //   Record => frame_version type version body
 //     frame_version  int8   1
 //     type           int16  RecordType below (Kafka's apiKey of the record)
-//     version        int16  the body's version: 2 for PartitionChange, 1 for Partition and
-//                           RegisterBroker, 0 for every other type (a reader takes every
-//                           version up to its own)
+//     version        int16  the body's version: 2 for PartitionChange, 1 for Partition,
+//                           RegisterBroker and ProducerIds, 0 for every other type (a reader
+//                           takes every version up to its own)
 //   string          => length int16, bytes; a nullable string has length -1 for null
 //   uuid            => 16 bytes
 //   [T]             => count int32, T...; a nullable array has count -1 for null
@@ -38,7 +38,8 @@
 //   FenceBroker v0     (FenceBrokerRecord)     broker_id int32
 //   UnfenceBroker v0   (UnfenceBrokerRecord)   broker_id int32
 //   RemoveTopic v0     (RemoveTopicRecord)     topic_id uuid
-//   ProducerIds v0     (ProducerIdsRecord)     broker_id int32, next_producer_id int64
+//   ProducerIds v1     (ProducerIdsRecord)     broker_id int32, next_producer_id int64,
+//                                              reserved_producer_id int64 (v1; v0: -1)
 //   ClusterId v0       (silt's ClusterIdRecord) cluster_id string   (type 1000, no Kafka
 //                                              counterpart: the first record of every cluster's
 //                                              log; a different id later is refused)
@@ -148,9 +149,17 @@ struct RemoveTopicRecord {
   Uuid topic_id;
   bool operator==(const RemoveTopicRecord&) const = default;
 };
+// A block of producer ids granted to a broker (the ids below next_producer_id down to the
+// previous block's end), or, with reserved_producer_id >= 0, a reservation: no broker may hand
+// out an id at or below reserved_producer_id any more, even from a block it already holds
+// (batches copied into a mirror topic keep the source cluster's producer ids; a producer given
+// one of them here would meet that producer's sequence state). A reservation applies only
+// when it raises the reserved id and its next_producer_id is above it; the image's next id
+// becomes the larger of the two. A block applies only when it advances the next id.
 struct ProducerIdsRecord {
-  NodeId broker_id;             // the broker the block went to
+  NodeId broker_id;             // the broker the block went to, or that asked for the reservation
   ProducerId next_producer_id;  // the first id of the next block
+  ProducerId reserved_producer_id{-1};  // -1: a block (v0 has no such field)
   bool operator==(const ProducerIdsRecord&) const = default;
 };
 

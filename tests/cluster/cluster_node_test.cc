@@ -248,6 +248,15 @@ TEST_CASE("a one-voter cluster node serves topics from the image and keeps their
   REQUIRE(first.ok());
   CHECK(first->value() == 0);
   CHECK(pids->Allocate()->value() == 1);
+  // Producer ids copied into a mirror topic are reserved through the metadata log: no node
+  // hands them out afterwards, not even from the block it already holds.
+  REQUIRE(pids->ReserveThrough(ProducerId(1500)).ok());
+  auto after = pids->Allocate();
+  REQUIRE(after.ok());
+  CHECK(after->value() > 1500);  // the block [0, 1000) held is skipped
+  CHECK(pids->Allocate()->value() == after->value() + 1);
+  REQUIRE(pids->ReserveThrough(ProducerId(7)).ok());  // already reserved: nothing changes
+  CHECK(pids->Allocate()->value() == after->value() + 2);
 
   REQUIRE(md.DeleteTopic("orders").ok());
   CHECK(md.GetTopic("orders").status().IsNotFound());

@@ -143,6 +143,35 @@ TEST_CASE("an invalid record changes nothing and says why") {
   CHECK_FALSE(img.brokers().at(1).fenced);
 }
 
+TEST_CASE(
+    "a producer-id reservation raises the reserved id and the next block, and survives a "
+    "snapshot") {
+  MetadataImage img = Build(ClusterWithOrders());  // next id 1000: the block [0, 1000) is out
+  CHECK(img.reserved_producer_id() == ProducerId(-1));
+  auto reserved = img.Apply({ProducerIdsRecord{NodeId(2), ProducerId(2000), ProducerId(1999)}});
+  REQUIRE_MESSAGE(reserved.ok(), reserved.status().ToString());
+  CHECK(reserved->reserved_producer_id() == ProducerId(1999));
+  CHECK(reserved->next_producer_id() == ProducerId(2000));
+  // Below the next id already granted: the reservation still counts, the next id stays.
+  auto lower = img.Apply({ProducerIdsRecord{NodeId(2), ProducerId(1000), ProducerId(999)}});
+  REQUIRE_MESSAGE(lower.ok(), lower.status().ToString());
+  CHECK(lower->reserved_producer_id() == ProducerId(999));
+  CHECK(lower->next_producer_id() == ProducerId(1000));
+  // A reservation that does not raise the reserved id, or whose next id is not above it.
+  auto again = reserved->Apply({ProducerIdsRecord{NodeId(1), ProducerId(2000), ProducerId(999)}});
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.status().message().find("does not advance") != std::string::npos);
+  auto inside = img.Apply({ProducerIdsRecord{NodeId(1), ProducerId(1500), ProducerId(1500)}});
+  REQUIRE_FALSE(inside.ok());
+  CHECK(inside.status().message().find("not above the reserved id") != std::string::npos);
+  // Blocks go on above it.
+  auto block = reserved->Apply({ProducerIdsRecord{NodeId(3), ProducerId(3000)}});
+  REQUIRE(block.ok());
+  CHECK(block->reserved_producer_id() == ProducerId(1999));
+  MetadataImage restored = Build(block->ToRecords());
+  CHECK(restored == *block);
+}
+
 TEST_CASE("removing a topic removes its partitions and configs, and its name can be reused") {
   MetadataImage img = Build(ClusterWithOrders());
   auto gone = img.Apply({RemoveTopicRecord{kOrders}});

@@ -34,13 +34,26 @@ std::vector<MetadataRecord> OneOfEach() {
       UnfenceBrokerRecord{NodeId(1)},
       RemoveTopicRecord{topic},
       ProducerIdsRecord{NodeId(2), ProducerId(1000)},
+      ProducerIdsRecord{NodeId(3), ProducerId(3000), ProducerId(2999)},
       ClusterIdRecord{"q8ZkLmNoPqRsTuVwXyZa0w"},
-      AlterPartitionRecord{PartitionId(2), topic, NodeId(3), LeaderEpoch(5), 9,
-                           {NodeId(3), NodeId(1)}},
+      AlterPartitionRecord{
+          PartitionId(2), topic, NodeId(3), LeaderEpoch(5), 9, {NodeId(3), NodeId(1)}},
   };
 }
 
 }  // namespace
+
+TEST_CASE("a ProducerIds record of version 0 decodes as a block with no reservation") {
+  std::string v0;
+  v0 += static_cast<char>(kRecordFrameVersion);
+  v0 += std::string("\x00\x0f", 2);                          // type 15
+  v0 += std::string("\x00\x00", 2);                          // version 0
+  v0 += std::string("\x00\x00\x00\x02", 4);                  // broker_id 2
+  v0 += std::string("\x00\x00\x00\x00\x00\x00\x03\xe8", 8);  // next_producer_id 1000
+  auto r = DecodeRecord(v0);
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  CHECK(*r == MetadataRecord(ProducerIdsRecord{NodeId(2), ProducerId(1000), ProducerId(-1)}));
+}
 
 TEST_CASE("every metadata record round-trips through its encoding") {
   auto records = OneOfEach();
