@@ -6,9 +6,12 @@ POLICY_VIOLATION, takes batches read from another data dir's segment through Sil
 byte), and after promote (alter-config --delete-config silt.mirror) takes ordinary produce at its
 log end and refuses SiltAppendBatches. Three nodes: a mirror topic with replication factor 3 is
 appended to at its leader only (a follower answers NOT_LEADER_OR_FOLLOWER), and every replica's
-segment ends up byte-identical."""
+segment ends up byte-identical; batches carrying producer ids that lie in blocks the nodes
+already hold are appended to a mirror topic, and afterwards no node hands out any of those ids
+(an idempotent producer given one would fail on that producer's sequence)."""
 import glob
 import os
+import re
 import shutil
 import socket
 import struct
@@ -239,8 +242,77 @@ def three_nodes():
                                "-c", "8").stdout.split()
         if out != ["c%d" % i for i in range(8)]:
             cluster.fail("consumed from the cluster's mirror: %r" % out)
+        producer_ids(cluster)
     finally:
         cluster.cleanup()
+
+
+def dumped_producer_ids(partition_dir):
+    out = subprocess.run([SILT, "dump-segment", "--format", "json",
+                          os.path.join(partition_dir, "00000000000000000000.log")],
+                         capture_output=True, text=True, timeout=60)
+    return [int(x) for x in re.findall(r'"producerId":(-?[0-9]+)', out.stdout)]
+
+
+def silt_produce(address, topic, line):
+    """`silt produce` of one line (an idempotent producer); the finished process."""
+    return subprocess.run([SILT, "produce", "-b", address, "-t", topic], input=line + "\n",
+                          capture_output=True, text=True, timeout=60)
+
+
+def producer_ids(cluster):
+    from cluster_common import kcat_metadata, kcat_partitions
+    first = cluster.nodes[1]
+    # Every node hands out a producer id first, so that each holds a block of them.
+    cluster.silt_cmd("topic", "create", "-b", first.address, "plain", "--partitions", "1",
+                     "--replication-factor", "3")
+    for n in cluster.nodes.values():
+        cluster.wait_for("an idempotent produce through node %d" % n.id,
+                         lambda: silt_produce(n.address, "plain", "before").returncode == 0 or None,
+                         30)
+    # Batches of three producers of a fresh single-node source: producer ids 0, 1 and 2, which
+    # lie in the first block this cluster gave out.
+    with Broker() as src:
+        silt("topic", "create", "-b", src.address, "pids", "--partitions", "1")
+        for i in range(3):
+            silt("produce", "-b", src.address, "-t", "pids",
+                 stdin="".join("p%d-%d\n" % (i, j) for j in range(5)))
+        data = segment(os.path.join(src.data_dir, "pids-0"))
+        copied = sorted(set(dumped_producer_ids(os.path.join(src.data_dir, "pids-0"))))
+    if copied != [0, 1, 2]:
+        cluster.fail("the source's producer ids: %r" % copied)
+    cluster.silt_cmd("topic", "create", "-b", first.address, "mp", "--partitions", "1",
+                     "--replication-factor", "3", "--config", "silt.mirror=true")
+
+    def leader_of_mp():
+        parts = kcat_partitions(kcat_metadata(first, "mp"), "mp")
+        return parts[0]["leader"] if parts and parts[0]["leader"] >= 0 else None
+    leader = cluster.nodes[cluster.wait_for("a leader of mp-0", leader_of_mp, 30)]
+
+    def append():
+        got = silt_append(leader.address, "mp", 0, 0, data)
+        return None if got[0] in (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION) else got
+    error, message, log_end, _ = cluster.wait_for("the leader to open mp-0", append, 20)
+    if error != NONE or log_end != 15:
+        cluster.fail("append of the producers' batches: %r" % ((error, message, log_end),))
+    cluster.silt_cmd("topic", "alter-config", "-b", first.address, "mp", "--delete-config",
+                     "silt.mirror")
+    # Through every node: an idempotent producer is acknowledged, with an id none of the copied
+    # batches carries (and above them all).
+    for n in cluster.nodes.values():
+        def produced():
+            out = silt_produce(n.address, "mp", "after %d" % n.id)
+            if out.returncode == 0:
+                return True
+            if "OUT_OF_ORDER" in out.stderr or "sequence" in out.stderr.lower():
+                cluster.fail("node %d gave a producer a copied id: %s" % (n.id, out.stderr))
+            return None
+        cluster.wait_for("an idempotent produce into mp through node %d" % n.id, produced, 30)
+    ids = dumped_producer_ids(os.path.join(leader.data, "mp-0"))
+    new = sorted(set(ids) - set(copied))
+    if not new or min(new) <= max(copied):
+        cluster.fail("producer ids after the copy: %r (copied %r)" % (sorted(set(ids)), copied))
+    print("producer ids handed out after the copy: %r" % new)
 
 
 single_node()
