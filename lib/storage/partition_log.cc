@@ -576,6 +576,13 @@ Result<AppendResult> PartitionLog::AppendCopiedWithOffsets(const std::vector<Fil
   SILT_TRY(PReadExactly(from.front().file->fd(), from.front().position, sizeof head, head,
                         from.front().file->path()));
   const format::BatchHeader first = format::DecodeBatchHeader(std::string_view(head, sizeof head));
+  // Nothing is decided on a header that is not one (a damaged source): no roll, no new start.
+  if (first.magic != format::kMagicV2 ||
+      first.batch_length < format::kBatchHeaderSize - format::kLogOverhead ||
+      first.last_offset_delta < 0)
+    return Status::Corruption("the first batch to copy has no valid header (magic " +
+                              std::to_string(first.magic) + ", batchLength " +
+                              std::to_string(first.batch_length) + ")");
   if (first.base() < Offset(im.log_end.load()))
     return Status::InvalidArgument("batch at offset " + std::to_string(first.base_offset) +
                                    " is below the log end " + std::to_string(im.log_end.load()));

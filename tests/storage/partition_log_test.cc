@@ -576,6 +576,16 @@ TEST_CASE("a copied batch that fails its check where it landed is not appended")
   CHECK(ReadAllFrom(*dst, 0).empty());
   // Nothing staged stays behind in the file.
   CHECK(std::filesystem::file_size(dst_dir / SegName(0, ".log")) == 0);
+  // A first batch without a valid header decides nothing (no roll, no new log start).
+  {
+    std::fstream f(src_dir / SegName(0, ".log"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(16);  // magic
+    f.put(1);
+  }
+  a = dst->AppendCopiedWithOffsets(r->slices, nullptr, nullptr);
+  CHECK(a.status().IsCorruption());
+  CHECK(dst->Segments().size() == 1);
+  CHECK(dst->log_end_offset() == Offset(0));
 }
 
 TEST_CASE("leader epochs are recorded, checkpointed, truncated and answered") {
