@@ -326,10 +326,11 @@ assert_contains "$ERR" "POLICY_VIOLATION" "the refusal names the policy"
 # A second run copies nothing and changes nothing.
 expect_ok "dir -> cluster again" "$SILT" replicate src "kafka://$BROKER" -t multi
 assert_contains "$OUT" "copied 0 records" "nothing copied twice into the cluster"
-# kill -9 in the middle of a bulk load, then resume.
-"$SILT" perf produce -d bigsrc -t big -n 500000 -s 100 --interval-ms 100000 >/dev/null ||
-  fail "perf produce big"
-SILT_REPLICATE_STEP_BYTES=65536 "$SILT" replicate bigsrc "kafka://$BROKER" -t big -q &
+# kill -9 in the middle of a bulk load, then resume. Small batches and steps (a round trip to
+# the broker each) make the load last about half a second, well past the 50 ms poll below.
+"$SILT" perf produce -d bigsrc -t big -n 500000 -s 100 --batch-size 16384 \
+  --interval-ms 100000 >/dev/null || fail "perf produce big"
+SILT_REPLICATE_STEP_BYTES=16384 "$SILT" replicate bigsrc "kafka://$BROKER" -t big -q &
 pid=$!
 wait_for 30 test -s "$TMP/broker/big-0/00000000000000000000.log" || fail "nothing reached the cluster"
 kill -9 "$pid"
