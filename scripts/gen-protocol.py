@@ -29,7 +29,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OVERRIDES = os.path.join(ROOT, "lib", "protocol", "codec_overrides.json")
 OPEN = 1 << 15
-FIELD_KEYS = {"name", "kind", "skip", "guard", "after"}
+FIELD_KEYS = {"name", "kind", "skip", "guard", "after", "type_name", "default", "comment"}
 API_TABLE = os.path.join(ROOT, "lib", "protocol", "api_table.cc")
 
 
@@ -40,7 +40,7 @@ def api_table():
     return {n: (int(a), int(b), int(f)) for n, a, b, f in rows}
 
 PRIMS = {"int8": ("I8", 1), "int16": ("I16", 2), "int32": ("I32", 4), "int64": ("I64", 8),
-         "bool": ("Bool", 1), "uuid": ("Uuid", 16), "uint16": ("I16", 2)}
+         "bool": ("Bool", 1), "uuid": ("Uuid", 16), "uint16": ("U16", 2)}
 
 
 def load_schema(path):
@@ -137,6 +137,8 @@ class Gen:
             return 1 if flex else 4
         if t.startswith("[]"):
             return 1 if flex else 4
+        if t in self.common or "fields" in f:
+            return 0  # a struct value: at least nothing (a lower bound is all that is needed)
         raise SystemExit(f"unknown type {t}")
 
     def element_min(self, f, served_rng):
@@ -181,6 +183,33 @@ class Gen:
     def emit_fields(self, fields, var, path, out, ind, ctx=(0, OPEN)):
         for f in fields:
             self.emit_field(f, var, path, out, ind, ctx)
+
+    def emit_struct_body(self, fields, var, path, out, ind, ctx=(0, OPEN)):
+        """The fields of a struct in wire order, then its tagged section."""
+        self.emit_fields(fields, var, path, out, ind, ctx)
+        tagged = []
+        for f in sorted((f for f in fields if self.tagged(f)), key=lambda f: f["tag"]):
+            p = f"{path}.{f['name']}" if path else f["name"]
+            o = self.field_over(p)
+            rng = parse_range(f.get("taggedVersions") or f.get("versions"))
+            if meet(rng, self.served) is None or o.get("skip"):
+                continue
+            ref = f"{var}.{o.get('name', snake(f['name']))}"
+            body = []
+            self.emit_value(f, p, o, ref, rng, parse_range(f.get("nullableVersions")), body)
+            cond = guard(rng, ctx)
+            dflt = o.get("default") or cxx_default(CTYPES.get(f["type"], ""), f.get("default"))
+            dflt = dflt.removeprefix(" = ") or f"std::remove_cvref_t<decltype({ref})>{{}}"
+            call = (f"tf.Field({f['tag']}, {ref} != {dflt}, [&] {{\n"
+                    + "\n".join(indent(b, "  ") for b in body) + "\n});")
+            tagged.append(f"if ({cond}) {call}" if cond else call)
+        if not tagged:
+            out.append(f"{ind}io.TaggedFields();")
+            return
+        out.append(f"{ind}io.TaggedFields([&](auto& tf) {{")
+        for t in tagged:
+            out.append(indent(t, ind + "  "))
+        out.append(f"{ind}}});")
 
     def emit_field(self, f, var, path, out, ind, ctx):
         p = f"{path}.{f['name']}" if path else f["name"]
@@ -244,8 +273,7 @@ class Gen:
             elif et in ("string", "bytes"):
                 lines.append(f"io.{'String' if et == 'string' else 'Bytes'}({e});")
             else:
-                self.emit_fields(self.struct_fields(f), e, p, lines, "", rng)
-                lines.append("io.TaggedFields();")
+                self.emit_struct_body(self.struct_fields(f), e, p, lines, "", rng)
             self.depth -= 1
             mn = self.element_min(f, meet(rng, self.served))
             lam = f"[&](auto& {e}) {{\n" + "\n".join(indent(l, "  ") for l in lines) + "\n}"
@@ -258,7 +286,115 @@ class Gen:
             if o.get("after"):
                 body.append(o["after"])
             return
+        if not t.startswith("[]") and (t in self.common or "fields" in f):
+            self.emit_struct_body(self.struct_fields(f), ref, p, body, "", rng)
+            return
         raise SystemExit(f"{p}: unknown type {t}")
+
+
+CTYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+          "uint16": "uint16_t", "bool": "bool", "uuid": "silt::Uuid", "float64": "double",
+          "string": "std::string", "bytes": "std::string", "records": "RecordSet"}
+
+
+def cxx_default(ctype, d):
+    """A schema default as a C++ initializer, or '' for the type's own default."""
+    if d is None or d == "null":
+        return ""
+    if ctype == "bool":
+        return " = " + ("true" if str(d).lower() == "true" else "false")
+    if ctype in ("int8_t", "int16_t", "uint16_t", "int32_t", "int64_t", "double"):
+        if str(d) == "-2147483648":
+            return " = std::numeric_limits<int32_t>::min()"
+        if str(d) in ("0", "0x0", "0.0"):
+            return " = 0"
+        return f" = {d}"
+    if ctype == "std::string" and d != "":
+        return f' = "{d}"'
+    return ""
+
+
+def version_note(rng, kafka_rng=None):
+    lo, hi = rng
+    if hi >= OPEN:
+        return "" if lo == 0 else f" v{lo}+"
+    return f" v{lo}" if lo == hi else f" v{lo}-{hi}"
+
+
+class StructGen:
+    """The struct definitions behind a message's walk: the fields on the wire in some served
+    version, named and typed as the walk uses them; nested structs at the message's scope."""
+
+    def __init__(self, gen):
+        self.g = gen
+        self.nested = []  # (silt name, lines), children first
+        self.done = set()
+
+    def field_lines(self, fields, path):
+        g = self.g
+        lines = []
+        for f in fields:
+            p = f"{path}.{f['name']}" if path else f["name"]
+            o = g.over.get(p, {})
+            if o:
+                g.used_overrides.add(p)
+            rng = parse_range(f.get("versions"))
+            if "tag" in f:
+                rng = meet(rng, parse_range(f.get("taggedVersions") or f.get("versions")))
+            if meet(rng, g.served) is None or o.get("skip"):
+                continue
+            name = o.get("name", snake(f["name"]))
+            nullable = parse_range(f.get("nullableVersions"))
+            kind = o.get("kind")
+            if kind is None and nullable is not None:
+                kind = "optional" if nullable[0] <= rng[0] else "null_as_empty"
+            t = f["type"]
+            if t.startswith("[]"):
+                et = t[2:]
+                if et in CTYPES:
+                    inner = CTYPES[et]
+                else:
+                    inner = self.struct_type(f, p, o, et)
+                ctype = f"std::vector<{inner}>"
+                if kind in ("optional", "null_as_empty") and (kind == "optional" or True):
+                    ctype = f"std::optional<{ctype}>"
+                init = ""
+            elif t in CTYPES:
+                ctype = CTYPES[t]
+                if kind == "optional" and t in ("string", "bytes"):
+                    ctype = f"std::optional<{ctype}>"
+                init = cxx_default(ctype, f.get("default"))
+            else:
+                ctype = self.struct_type(f, p, o, t)
+                init = ""
+            if "default" in o:
+                init = f" = {o['default']}"
+            if init == "" and ctype in ("int8_t", "int16_t", "uint16_t", "int32_t", "int64_t", "double"):
+                init = " = 0"
+            if init == "" and ctype == "bool":
+                init = " = false"
+            note = f["name"] + version_note(rng)
+            if "tag" in f:
+                note = f"{f['name']} (tag {f['tag']}){version_note(rng)}"
+            if o.get("comment"):
+                note += " " + o["comment"]
+            lines.append((f"{ctype} {name}{init};", f"// {note}"))
+        return align(lines)
+
+    def struct_type(self, f, p, o, schema_name):
+        name = o.get("type_name", schema_name)
+        if name not in self.done:
+            self.done.add(name)
+            body = self.field_lines(self.g.struct_fields(f), p)
+            body.append(f"bool operator==(const {name}&) const = default;")
+            self.nested.append((name, schema_name, body))
+        return name
+
+
+def align(pairs):
+    """Code and comment pairs with the comments in one column (up to a point)."""
+    width = min(max((len(c) for c, _ in pairs), default=0), 60)
+    return [f"{c.ljust(width)}  {n}" for c, n in pairs]
 
 
 def indent(text, ind):
@@ -289,6 +425,33 @@ def main():
            "namespace silt::protocol::walk {",
            ""]
     names = []
+    structs = banner + [
+        "// The struct of every message the overrides list: each field that is on the wire in a",
+        "// version silt serves, named in snake_case after Kafka's (or as the overrides say), with",
+        "// Kafka's default and the versions it is on the wire in a comment; nested structs at the",
+        "// message's scope. Included through protocol/messages.h.",
+        "#pragma once",
+        "",
+        "#include <cstdint>",
+        "#include <limits>",
+        "#include <optional>",
+        "#include <string>",
+        "#include <vector>",
+        "",
+        "#include \"base/coding.h\"",
+        "#include \"base/status.h\"",
+        "#include \"base/uuid.h\"",
+        "#include \"protocol/api_table.h\"",
+        "#include \"protocol/wire.h\"",
+        "",
+        "namespace silt::protocol {",
+        "",
+        "#define SILT_GENERATED_MESSAGE(Name, api)                \\",
+        "  static constexpr ApiKey kApiKey = api;                \\",
+        "  void Encode(ByteWriter& w, int16_t version) const;    \\",
+        "  Status Decode(ByteReader& r, int16_t version);        \\",
+        "  bool operator==(const Name&) const = default",
+        ""]
     table = api_table()
     for api, spec in over["apis"].items():
         served = parse_range(spec["versions"])
@@ -306,10 +469,30 @@ def main():
                 raise SystemExit(f"{msg}: first flexible version {flex_from} is not api_table.cc's")
             g = Gen(schema, api, mo, served, flex_from)
             lines = []
-            g.emit_fields(schema["fields"], "m", "", lines, "")
-            lines.append("io.TaggedFields();")
+            g.emit_struct_body(schema["fields"], "m", "", lines, "")
             for extra in mo.get("after", []):
                 lines.append(extra)
+            sg = StructGen(g)
+            top = sg.field_lines(schema["fields"], "")
+            sname0 = mo.get("struct", msg)
+            if side == "Request":
+                structs.append(f"// ---- {api} ({schema['apiKey']}; v{served[0]}-{served[1]}"
+                               + (f", flexible from v{flex_from}" if flex_from <= served[1] else "")
+                               + ") ")
+                structs[-1] += "-" * max(0, 92 - len(structs[-1]))
+                structs.append("")
+            structs.append(f"struct {sname0} {{")
+            for name, schema_name, body in sg.nested:
+                note = "" if name == schema_name else f"  // {schema_name}"
+                structs.append(f"  struct {name} {{{note}")
+                structs += ["    " + l for l in body]
+                structs.append("  };")
+            structs += ["  " + l for l in top]
+            structs.append(f"  SILT_GENERATED_MESSAGE({sname0}, ApiKey::k{api});")
+            for extra in mo.get("members", []):
+                structs.append("  " + extra if extra else "")
+            structs.append("};")
+            structs.append("")
             unused = set(mo.get("fields", {})) - g.used_overrides
             if unused:
                 raise SystemExit(f"{msg}: overrides name no field: {sorted(unused)}")
@@ -337,7 +520,9 @@ def main():
           ""]
     cc += [f"SILT_DEFINE_CODEC({n})" for n in names]
     cc += ["", "}  // namespace silt::protocol"]
-    for name, lines in (("generated_walks.h", out), ("generated_codecs.cc", cc)):
+    structs += ["#undef SILT_GENERATED_MESSAGE", "", "}  // namespace silt::protocol"]
+    for name, lines in (("generated_walks.h", out), ("generated_codecs.cc", cc),
+                        ("generated_messages.h", structs)):
         with open(os.path.join(args.out, name), "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
 

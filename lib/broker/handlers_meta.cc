@@ -195,7 +195,7 @@ Status HandleDescribeQuorum(BrokerContext& ctx, std::shared_ptr<Request> req, Re
         rp.leader_epoch = static_cast<int32_t>(q->term);
         rp.high_watermark = q->commit_index;
         for (const QuorumVoterState& v : q->voters)
-          rp.current_voters.push_back({v.id.value(), v.log_end, -1, -1});
+          rp.current_voters.push_back({.replica_id = v.id.value(), .log_end_offset = v.log_end});
       }
       rt.partitions.push_back(std::move(rp));
     }

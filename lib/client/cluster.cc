@@ -97,7 +97,7 @@ Result<protocol::MetadataResponse> Cluster::FetchMetadata(
   protocol::MetadataRequest req;
   if (topics) {
     req.topics.emplace();
-    for (const auto& t : *topics) req.topics->push_back({t});
+    for (const auto& t : *topics) req.topics->push_back({.name = t});
   }
   req.allow_auto_topic_creation = allow_auto_create;
   protocol::MetadataResponse resp;

@@ -13,7 +13,7 @@
 
 namespace silt::protocol::walk {
 
-// ---- ApiVersionsRequest (ApiVersions v0-3) ----
+// ---- ApiVersionsRequest (ApiVersions v0-4) ----
 template <class IO, class M>
 void IoApiVersionsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 3) io.String(m.client_software_name);
@@ -21,7 +21,7 @@ void IoApiVersionsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- ApiVersionsResponse (ApiVersions v0-3) ----
+// ---- ApiVersionsResponse (ApiVersions v0-4) ----
 template <class IO, class M>
 void IoApiVersionsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.I16(m.error_code);
@@ -32,7 +32,30 @@ void IoApiVersionsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
     io.TaggedFields();
   }, (v <= 2 ? 6 : 7));
   if (v >= 1) io.I32(m.throttle_time_ms);
-  io.TaggedFields();
+  io.TaggedFields([&](auto& tf) {
+    if (v >= 3) tf.Field(0, m.supported_features != std::remove_cvref_t<decltype(m.supported_features)>{}, [&] {
+      io.Array(m.supported_features, [&](auto& e1) {
+        io.String(e1.name);
+        io.I16(e1.min_version);
+        io.I16(e1.max_version);
+        io.TaggedFields();
+      }, 6);
+    });
+    if (v >= 3) tf.Field(1, m.finalized_features_epoch != -1, [&] {
+      io.I64(m.finalized_features_epoch);
+    });
+    if (v >= 3) tf.Field(2, m.finalized_features != std::remove_cvref_t<decltype(m.finalized_features)>{}, [&] {
+      io.Array(m.finalized_features, [&](auto& e1) {
+        io.String(e1.name);
+        io.I16(e1.max_version_level);
+        io.I16(e1.min_version_level);
+        io.TaggedFields();
+      }, 6);
+    });
+    if (v >= 3) tf.Field(3, m.zk_migration_ready != false, [&] {
+      io.Bool(m.zk_migration_ready);
+    });
+  });
 }
 
 // ---- MetadataRequest (Metadata v0-12) ----
@@ -104,7 +127,7 @@ void IoMetadataResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- ProduceRequest (Produce v0-8) ----
+// ---- ProduceRequest (Produce v0-11) ----
 template <class IO, class M>
 void IoProduceRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 3) io.NullableString(m.transactional_id);
@@ -122,7 +145,7 @@ void IoProduceRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- ProduceResponse (Produce v0-8) ----
+// ---- ProduceResponse (Produce v0-11) ----
 template <class IO, class M>
 void IoProduceResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.Array(m.responses, [&](auto& e1) {
@@ -141,15 +164,31 @@ void IoProduceResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
         }, 6);
       }
       if (v >= 8) io.NullableString(e2.error_message);
-      io.TaggedFields();
-    }, (v <= 1 ? 14 : v <= 4 ? 22 : v <= 7 ? 30 : v <= 8 ? 36 : 15));
+      io.TaggedFields([&](auto& tf) {
+        if (v >= 10) tf.Field(0, e2.current_leader != std::remove_cvref_t<decltype(e2.current_leader)>{}, [&] {
+          io.I32(e2.current_leader.leader_id);
+          io.I32(e2.current_leader.leader_epoch);
+          io.TaggedFields();
+        });
+      });
+    }, (v <= 1 ? 14 : v <= 4 ? 22 : v <= 7 ? 30 : v <= 8 ? 36 : v <= 11 ? 33 : 15));
     io.TaggedFields();
   }, (v <= 8 ? 6 : 3));
   if (v >= 1) io.I32(m.throttle_time_ms);
-  io.TaggedFields();
+  io.TaggedFields([&](auto& tf) {
+    if (v >= 10) tf.Field(0, m.node_endpoints != std::remove_cvref_t<decltype(m.node_endpoints)>{}, [&] {
+      io.Array(m.node_endpoints, [&](auto& e1) {
+        io.I32(e1.node_id);
+        io.String(e1.host);
+        io.I32(e1.port);
+        io.NullableString(e1.rack);
+        io.TaggedFields();
+      }, 11);
+    });
+  });
 }
 
-// ---- FetchRequest (Fetch v0-11) ----
+// ---- FetchRequest (Fetch v0-17) ----
 template <class IO, class M>
 void IoFetchRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v <= 14) io.I32(m.replica_id);
@@ -161,30 +200,46 @@ void IoFetchRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 7) io.I32(m.session_epoch);
   io.Array(m.topics, [&](auto& e1) {
     if (v <= 12) io.String(e1.topic);
+    if (v >= 13) io.Uuid(e1.topic_id);
     io.Array(e1.partitions, [&](auto& e2) {
       io.I32(e2.partition);
       if (v >= 9) io.I32(e2.current_leader_epoch);
       io.I64(e2.fetch_offset);
+      if (v >= 12) io.I32(e2.last_fetched_epoch);
       if (v >= 5) io.I64(e2.log_start_offset);
       io.I32(e2.partition_max_bytes);
-      io.TaggedFields();
-    }, (v <= 4 ? 16 : v <= 8 ? 24 : v <= 11 ? 28 : 17));
+      io.TaggedFields([&](auto& tf) {
+        if (v >= 17) tf.Field(0, e2.replica_directory_id != std::remove_cvref_t<decltype(e2.replica_directory_id)>{}, [&] {
+          io.Uuid(e2.replica_directory_id);
+        });
+      });
+    }, (v <= 4 ? 16 : v <= 8 ? 24 : v <= 11 ? 28 : v <= 17 ? 33 : 17));
     io.TaggedFields();
-  }, (v <= 11 ? 6 : 3));
+  }, (v <= 11 ? 6 : v <= 12 ? 3 : v <= 17 ? 18 : 3));
   if (v >= 7) {
     io.Array(m.forgotten_topics_data, [&](auto& e1) {
       if (v <= 12) io.String(e1.topic);
+      if (v >= 13) io.Uuid(e1.topic_id);
       io.Array(e1.partitions, [&](auto& e2) {
         io.I32(e2);
       }, 4);
       io.TaggedFields();
-    }, (v <= 11 ? 6 : 3));
+    }, (v <= 11 ? 6 : v <= 12 ? 3 : v <= 17 ? 18 : 3));
   }
   if (v >= 11) io.String(m.rack_id);
-  io.TaggedFields();
+  io.TaggedFields([&](auto& tf) {
+    if (v >= 12) tf.Field(0, m.cluster_id != std::remove_cvref_t<decltype(m.cluster_id)>{}, [&] {
+      io.NullableString(m.cluster_id);
+    });
+    if (v >= 15) tf.Field(1, m.replica_state != std::remove_cvref_t<decltype(m.replica_state)>{}, [&] {
+      io.I32(m.replica_state.replica_id);
+      io.I64(m.replica_state.replica_epoch);
+      io.TaggedFields();
+    });
+  });
 }
 
-// ---- FetchResponse (Fetch v0-11) ----
+// ---- FetchResponse (Fetch v0-17) ----
 template <class IO, class M>
 void IoFetchResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 1) io.I32(m.throttle_time_ms);
@@ -192,6 +247,7 @@ void IoFetchResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 7) io.I32(m.session_id);
   io.Array(m.responses, [&](auto& e1) {
     if (v <= 12) io.String(e1.topic);
+    if (v >= 13) io.Uuid(e1.topic_id);
     io.Array(e1.partitions, [&](auto& e2) {
       io.I32(e2.partition_index);
       io.I16(e2.error_code);
@@ -207,14 +263,40 @@ void IoFetchResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
       }
       if (v >= 11) io.I32(e2.preferred_read_replica);
       io.Records(e2.records);
-      io.TaggedFields();
-    }, (v <= 3 ? 18 : v <= 4 ? 30 : v <= 10 ? 38 : v <= 11 ? 42 : 16));
+      io.TaggedFields([&](auto& tf) {
+        if (v >= 12) tf.Field(0, e2.diverging_epoch != std::remove_cvref_t<decltype(e2.diverging_epoch)>{}, [&] {
+          io.I32(e2.diverging_epoch.epoch);
+          io.I64(e2.diverging_epoch.end_offset);
+          io.TaggedFields();
+        });
+        if (v >= 12) tf.Field(1, e2.current_leader != std::remove_cvref_t<decltype(e2.current_leader)>{}, [&] {
+          io.I32(e2.current_leader.leader_id);
+          io.I32(e2.current_leader.leader_epoch);
+          io.TaggedFields();
+        });
+        if (v >= 12) tf.Field(2, e2.snapshot_id != std::remove_cvref_t<decltype(e2.snapshot_id)>{}, [&] {
+          io.I64(e2.snapshot_id.end_offset);
+          io.I32(e2.snapshot_id.epoch);
+          io.TaggedFields();
+        });
+      });
+    }, (v <= 3 ? 18 : v <= 4 ? 30 : v <= 10 ? 38 : v <= 11 ? 42 : v <= 17 ? 37 : 16));
     io.TaggedFields();
-  }, (v <= 11 ? 6 : 3));
-  io.TaggedFields();
+  }, (v <= 11 ? 6 : v <= 12 ? 3 : v <= 17 ? 18 : 3));
+  io.TaggedFields([&](auto& tf) {
+    if (v >= 16) tf.Field(0, m.node_endpoints != std::remove_cvref_t<decltype(m.node_endpoints)>{}, [&] {
+      io.Array(m.node_endpoints, [&](auto& e1) {
+        io.I32(e1.node_id);
+        io.String(e1.host);
+        io.I32(e1.port);
+        io.NullableString(e1.rack);
+        io.TaggedFields();
+      }, 11);
+    });
+  });
 }
 
-// ---- ListOffsetsRequest (ListOffsets v0-5) ----
+// ---- ListOffsetsRequest (ListOffsets v0-9) ----
 template <class IO, class M>
 void IoListOffsetsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.I32(m.replica_id);
@@ -227,13 +309,13 @@ void IoListOffsetsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
       io.I64(e2.timestamp);
       if (v == 0) io.I32(e2.max_num_offsets);
       io.TaggedFields();
-    }, (v <= 0 ? 16 : v <= 3 ? 12 : v <= 5 ? 16 : 13));
+    }, (v <= 0 ? 16 : v <= 3 ? 12 : v <= 5 ? 16 : v <= 9 ? 17 : 13));
     io.TaggedFields();
   }, (v <= 5 ? 6 : 3));
   io.TaggedFields();
 }
 
-// ---- ListOffsetsResponse (ListOffsets v0-5) ----
+// ---- ListOffsetsResponse (ListOffsets v0-9) ----
 template <class IO, class M>
 void IoListOffsetsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 2) io.I32(m.throttle_time_ms);
@@ -251,13 +333,13 @@ void IoListOffsetsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
       if (v >= 1) io.I64(e2.offset);
       if (v >= 4) io.I32(e2.leader_epoch);
       io.TaggedFields();
-    }, (v <= 0 ? 10 : v <= 3 ? 22 : v <= 5 ? 26 : 8));
+    }, (v <= 0 ? 10 : v <= 3 ? 22 : v <= 5 ? 26 : v <= 9 ? 27 : 8));
     io.TaggedFields();
   }, (v <= 5 ? 6 : 3));
   io.TaggedFields();
 }
 
-// ---- OffsetCommitRequest (OffsetCommit v0-7) ----
+// ---- OffsetCommitRequest (OffsetCommit v0-9) ----
 template <class IO, class M>
 void IoOffsetCommitRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.String(m.group_id);
@@ -274,13 +356,13 @@ void IoOffsetCommitRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
       if (v == 1) io.I64(e2.commit_timestamp);
       io.NullableString(e2.committed_metadata);
       io.TaggedFields();
-    }, (v <= 0 ? 14 : v <= 1 ? 22 : v <= 5 ? 14 : v <= 7 ? 18 : 14));
+    }, (v <= 0 ? 14 : v <= 1 ? 22 : v <= 5 ? 14 : v <= 9 ? 18 : 14));
     io.TaggedFields();
   }, (v <= 7 ? 6 : 3));
   io.TaggedFields();
 }
 
-// ---- OffsetCommitResponse (OffsetCommit v0-7) ----
+// ---- OffsetCommitResponse (OffsetCommit v0-9) ----
 template <class IO, class M>
 void IoOffsetCommitResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 3) io.I32(m.throttle_time_ms);
@@ -296,7 +378,7 @@ void IoOffsetCommitResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- OffsetFetchRequest (OffsetFetch v0-5) ----
+// ---- OffsetFetchRequest (OffsetFetch v0-9) ----
 template <class IO, class M>
 void IoOffsetFetchRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v <= 7) io.String(m.group_id);
@@ -309,10 +391,26 @@ void IoOffsetFetchRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
       io.TaggedFields();
     }, (v <= 5 ? 6 : 3), /*null_as_empty=*/!(v >= 2 && v <= 7));
   }
+  if (v >= 8) {
+    io.Array(m.groups, [&](auto& e1) {
+      io.String(e1.group_id);
+      if (v >= 9) io.NullableString(e1.member_id);
+      if (v >= 9) io.I32(e1.member_epoch);
+      io.NullableArray(e1.topics, [&](auto& e2) {
+        io.String(e2.name);
+        io.Array(e2.partition_indexes, [&](auto& e3) {
+          io.I32(e3);
+        }, 4);
+        io.TaggedFields();
+      }, 3);
+      io.TaggedFields();
+    }, (v <= 8 ? 3 : v <= 9 ? 8 : 3));
+  }
+  if (v >= 7) io.Bool(m.require_stable);
   io.TaggedFields();
 }
 
-// ---- OffsetFetchResponse (OffsetFetch v0-5) ----
+// ---- OffsetFetchResponse (OffsetFetch v0-9) ----
 template <class IO, class M>
 void IoOffsetFetchResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 3) io.I32(m.throttle_time_ms);
@@ -326,15 +424,34 @@ void IoOffsetFetchResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
         io.NullableString(e2.metadata);
         io.I16(e2.error_code);
         io.TaggedFields();
-      }, (v <= 4 ? 16 : v <= 5 ? 20 : 16));
+      }, (v <= 4 ? 16 : v <= 7 ? 20 : 16));
       io.TaggedFields();
     }, (v <= 5 ? 6 : 3));
   }
   if (v >= 2 && v <= 7) io.I16(m.error_code);
+  if (v >= 8) {
+    io.Array(m.groups, [&](auto& e1) {
+      io.String(e1.group_id);
+      io.Array(e1.topics, [&](auto& e2) {
+        io.String(e2.name);
+        io.Array(e2.partitions, [&](auto& e3) {
+          io.I32(e3.partition_index);
+          io.I64(e3.committed_offset);
+          io.I32(e3.committed_leader_epoch);
+          io.NullableString(e3.metadata);
+          io.I16(e3.error_code);
+          io.TaggedFields();
+        }, 20);
+        io.TaggedFields();
+      }, 3);
+      io.I16(e1.error_code);
+      io.TaggedFields();
+    }, 5);
+  }
   io.TaggedFields();
 }
 
-// ---- FindCoordinatorRequest (FindCoordinator v0-4) ----
+// ---- FindCoordinatorRequest (FindCoordinator v0-6) ----
 template <class IO, class M>
 void IoFindCoordinatorRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v <= 3) io.String(m.key);
@@ -347,7 +464,7 @@ void IoFindCoordinatorRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- FindCoordinatorResponse (FindCoordinator v0-4) ----
+// ---- FindCoordinatorResponse (FindCoordinator v0-6) ----
 template <class IO, class M>
 void IoFindCoordinatorResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 1) io.I32(m.throttle_time_ms);
@@ -370,7 +487,7 @@ void IoFindCoordinatorResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- JoinGroupRequest (JoinGroup v0-5) ----
+// ---- JoinGroupRequest (JoinGroup v0-9) ----
 template <class IO, class M>
 void IoJoinGroupRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.String(m.group_id);
@@ -384,32 +501,35 @@ void IoJoinGroupRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
     io.Bytes(e1.metadata);
     io.TaggedFields();
   }, (v <= 5 ? 6 : 3));
+  if (v >= 8) io.NullableString(m.reason);
   io.TaggedFields();
 }
 
-// ---- JoinGroupResponse (JoinGroup v0-5) ----
+// ---- JoinGroupResponse (JoinGroup v0-9) ----
 template <class IO, class M>
 void IoJoinGroupResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 2) io.I32(m.throttle_time_ms);
   io.I16(m.error_code);
   io.I32(m.generation_id);
+  if (v >= 7) io.NullableString(m.protocol_type);
   if (v >= 7) {
     io.NullableAsEmptyString(m.protocol_name);
   } else {
     io.String(m.protocol_name);
   }
   io.String(m.leader);
+  if (v >= 9) io.Bool(m.skip_assignment);
   io.String(m.member_id);
   io.Array(m.members, [&](auto& e1) {
     io.String(e1.member_id);
     if (v >= 5) io.NullableString(e1.group_instance_id);
     io.Bytes(e1.metadata);
     io.TaggedFields();
-  }, (v <= 4 ? 6 : v <= 5 ? 8 : 3));
+  }, (v <= 4 ? 6 : v <= 5 ? 8 : v <= 9 ? 4 : 3));
   io.TaggedFields();
 }
 
-// ---- HeartbeatRequest (Heartbeat v0-3) ----
+// ---- HeartbeatRequest (Heartbeat v0-4) ----
 template <class IO, class M>
 void IoHeartbeatRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.String(m.group_id);
@@ -419,7 +539,7 @@ void IoHeartbeatRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- HeartbeatResponse (Heartbeat v0-3) ----
+// ---- HeartbeatResponse (Heartbeat v0-4) ----
 template <class IO, class M>
 void IoHeartbeatResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 1) io.I32(m.throttle_time_ms);
@@ -427,7 +547,7 @@ void IoHeartbeatResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- LeaveGroupRequest (LeaveGroup v0-3) ----
+// ---- LeaveGroupRequest (LeaveGroup v0-5) ----
 template <class IO, class M>
 void IoLeaveGroupRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.String(m.group_id);
@@ -436,13 +556,14 @@ void IoLeaveGroupRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
     io.Array(m.members, [&](auto& e1) {
       io.String(e1.member_id);
       io.NullableString(e1.group_instance_id);
+      if (v >= 5) io.NullableString(e1.reason);
       io.TaggedFields();
-    }, (v <= 3 ? 4 : 3));
+    }, (v <= 3 ? 4 : v <= 4 ? 3 : v <= 5 ? 4 : 3));
   }
   io.TaggedFields();
 }
 
-// ---- LeaveGroupResponse (LeaveGroup v0-3) ----
+// ---- LeaveGroupResponse (LeaveGroup v0-5) ----
 template <class IO, class M>
 void IoLeaveGroupResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 1) io.I32(m.throttle_time_ms);
@@ -458,13 +579,15 @@ void IoLeaveGroupResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- SyncGroupRequest (SyncGroup v0-3) ----
+// ---- SyncGroupRequest (SyncGroup v0-5) ----
 template <class IO, class M>
 void IoSyncGroupRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.String(m.group_id);
   io.I32(m.generation_id);
   io.String(m.member_id);
   if (v >= 3) io.NullableString(m.group_instance_id);
+  if (v >= 5) io.NullableString(m.protocol_type);
+  if (v >= 5) io.NullableString(m.protocol_name);
   io.Array(m.assignments, [&](auto& e1) {
     io.String(e1.member_id);
     io.Bytes(e1.assignment);
@@ -473,16 +596,18 @@ void IoSyncGroupRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- SyncGroupResponse (SyncGroup v0-3) ----
+// ---- SyncGroupResponse (SyncGroup v0-5) ----
 template <class IO, class M>
 void IoSyncGroupResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 1) io.I32(m.throttle_time_ms);
   io.I16(m.error_code);
+  if (v >= 5) io.NullableString(m.protocol_type);
+  if (v >= 5) io.NullableString(m.protocol_name);
   io.Bytes(m.assignment);
   io.TaggedFields();
 }
 
-// ---- DescribeGroupsRequest (DescribeGroups v0-4) ----
+// ---- DescribeGroupsRequest (DescribeGroups v0-5) ----
 template <class IO, class M>
 void IoDescribeGroupsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.Array(m.groups, [&](auto& e1) {
@@ -492,7 +617,7 @@ void IoDescribeGroupsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- DescribeGroupsResponse (DescribeGroups v0-4) ----
+// ---- DescribeGroupsResponse (DescribeGroups v0-5) ----
 template <class IO, class M>
 void IoDescribeGroupsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 1) io.I32(m.throttle_time_ms);
@@ -510,20 +635,30 @@ void IoDescribeGroupsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
       io.Bytes(e2.member_metadata);
       io.Bytes(e2.member_assignment);
       io.TaggedFields();
-    }, (v <= 3 ? 14 : v <= 4 ? 16 : 6));
+    }, (v <= 3 ? 14 : v <= 4 ? 16 : v <= 5 ? 7 : 6));
     if (v >= 3) io.I32(e1.authorized_operations);
     io.TaggedFields();
-  }, (v <= 2 ? 14 : v <= 4 ? 18 : 8));
+  }, (v <= 2 ? 14 : v <= 4 ? 18 : v <= 5 ? 12 : 8));
   io.TaggedFields();
 }
 
-// ---- ListGroupsRequest (ListGroups v0-2) ----
+// ---- ListGroupsRequest (ListGroups v0-5) ----
 template <class IO, class M>
 void IoListGroupsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
+  if (v >= 4) {
+    io.Array(m.states_filter, [&](auto& e1) {
+      io.String(e1);
+    }, 1);
+  }
+  if (v >= 5) {
+    io.Array(m.types_filter, [&](auto& e1) {
+      io.String(e1);
+    }, 1);
+  }
   io.TaggedFields();
 }
 
-// ---- ListGroupsResponse (ListGroups v0-2) ----
+// ---- ListGroupsResponse (ListGroups v0-5) ----
 template <class IO, class M>
 void IoListGroupsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 1) io.I32(m.throttle_time_ms);
@@ -531,12 +666,14 @@ void IoListGroupsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.Array(m.groups, [&](auto& e1) {
     io.String(e1.group_id);
     io.String(e1.protocol_type);
+    if (v >= 4) io.String(e1.group_state);
+    if (v >= 5) io.String(e1.group_type);
     io.TaggedFields();
-  }, (v <= 2 ? 4 : 3));
+  }, (v <= 2 ? 4 : v <= 3 ? 3 : v <= 4 ? 4 : v <= 5 ? 5 : 3));
   io.TaggedFields();
 }
 
-// ---- CreateTopicsRequest (CreateTopics v0-4) ----
+// ---- CreateTopicsRequest (CreateTopics v0-7) ----
 template <class IO, class M>
 void IoCreateTopicsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.Array(m.topics, [&](auto& e1) {
@@ -562,22 +699,46 @@ void IoCreateTopicsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- CreateTopicsResponse (CreateTopics v0-4) ----
+// ---- CreateTopicsResponse (CreateTopics v0-7) ----
 template <class IO, class M>
 void IoCreateTopicsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 2) io.I32(m.throttle_time_ms);
   io.Array(m.topics, [&](auto& e1) {
     io.String(e1.name);
+    if (v >= 7) io.Uuid(e1.topic_id);
     io.I16(e1.error_code);
     if (v >= 1) io.NullableString(e1.error_message);
-    io.TaggedFields();
-  }, (v <= 0 ? 4 : v <= 4 ? 6 : 4));
+    if (v >= 5) io.I32(e1.num_partitions);
+    if (v >= 5) io.I16(e1.replication_factor);
+    if (v >= 5) {
+      io.NullableArray(e1.configs, [&](auto& e2) {
+        io.String(e2.name);
+        io.NullableString(e2.value);
+        io.Bool(e2.read_only);
+        io.I8(e2.config_source);
+        io.Bool(e2.is_sensitive);
+        io.TaggedFields();
+      }, 6);
+    }
+    io.TaggedFields([&](auto& tf) {
+      if (v >= 5) tf.Field(0, e1.topic_config_error_code != std::remove_cvref_t<decltype(e1.topic_config_error_code)>{}, [&] {
+        io.I16(e1.topic_config_error_code);
+      });
+    });
+  }, (v <= 0 ? 4 : v <= 4 ? 6 : v <= 6 ? 12 : v <= 7 ? 28 : 4));
   io.TaggedFields();
 }
 
-// ---- DeleteTopicsRequest (DeleteTopics v0-3) ----
+// ---- DeleteTopicsRequest (DeleteTopics v0-6) ----
 template <class IO, class M>
 void IoDeleteTopicsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
+  if (v >= 6) {
+    io.Array(m.topics, [&](auto& e1) {
+      io.NullableString(e1.name);
+      io.Uuid(e1.topic_id);
+      io.TaggedFields();
+    }, 18);
+  }
   if (v <= 5) {
     io.Array(m.topic_names, [&](auto& e1) {
       io.String(e1);
@@ -587,7 +748,7 @@ void IoDeleteTopicsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- DeleteTopicsResponse (DeleteTopics v0-3) ----
+// ---- DeleteTopicsResponse (DeleteTopics v0-6) ----
 template <class IO, class M>
 void IoDeleteTopicsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   if (v >= 1) io.I32(m.throttle_time_ms);
@@ -597,13 +758,15 @@ void IoDeleteTopicsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
     } else {
       io.String(e1.name);
     }
+    if (v >= 6) io.Uuid(e1.topic_id);
     io.I16(e1.error_code);
+    if (v >= 5) io.NullableString(e1.error_message);
     io.TaggedFields();
-  }, 4);
+  }, (v <= 4 ? 4 : v <= 5 ? 5 : v <= 6 ? 21 : 4));
   io.TaggedFields();
 }
 
-// ---- DeleteRecordsRequest (DeleteRecords v0-1) ----
+// ---- DeleteRecordsRequest (DeleteRecords v0-2) ----
 template <class IO, class M>
 void IoDeleteRecordsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.Array(m.topics, [&](auto& e1) {
@@ -619,7 +782,7 @@ void IoDeleteRecordsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- DeleteRecordsResponse (DeleteRecords v0-1) ----
+// ---- DeleteRecordsResponse (DeleteRecords v0-2) ----
 template <class IO, class M>
 void IoDeleteRecordsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.I32(m.throttle_time_ms);
@@ -636,15 +799,17 @@ void IoDeleteRecordsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- InitProducerIdRequest (InitProducerId v0-1) ----
+// ---- InitProducerIdRequest (InitProducerId v0-5) ----
 template <class IO, class M>
 void IoInitProducerIdRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.NullableString(m.transactional_id);
   io.I32(m.transaction_timeout_ms);
+  if (v >= 3) io.I64(m.producer_id);
+  if (v >= 3) io.I16(m.producer_epoch);
   io.TaggedFields();
 }
 
-// ---- InitProducerIdResponse (InitProducerId v0-1) ----
+// ---- InitProducerIdResponse (InitProducerId v0-5) ----
 template <class IO, class M>
 void IoInitProducerIdResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.I32(m.throttle_time_ms);
@@ -689,7 +854,7 @@ void IoOffsetForLeaderEpochResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- DescribeConfigsRequest (DescribeConfigs v0-3) ----
+// ---- DescribeConfigsRequest (DescribeConfigs v0-4) ----
 template <class IO, class M>
 void IoDescribeConfigsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.Array(m.resources, [&](auto& e1) {
@@ -705,7 +870,7 @@ void IoDescribeConfigsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- DescribeConfigsResponse (DescribeConfigs v0-3) ----
+// ---- DescribeConfigsResponse (DescribeConfigs v0-4) ----
 template <class IO, class M>
 void IoDescribeConfigsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.I32(m.throttle_time_ms);
@@ -732,13 +897,13 @@ void IoDescribeConfigsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
       if (v >= 3) io.I8(e2.config_type);
       if (v >= 3) io.NullableString(e2.documentation);
       io.TaggedFields();
-    }, (v <= 0 ? 7 : v <= 2 ? 11 : v <= 3 ? 14 : 6));
+    }, (v <= 0 ? 7 : v <= 2 ? 11 : v <= 3 ? 14 : v <= 4 ? 9 : 6));
     io.TaggedFields();
   }, (v <= 3 ? 11 : 7));
   io.TaggedFields();
 }
 
-// ---- AlterConfigsRequest (AlterConfigs v0-1) ----
+// ---- AlterConfigsRequest (AlterConfigs v0-2) ----
 template <class IO, class M>
 void IoAlterConfigsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.Array(m.resources, [&](auto& e1) {
@@ -755,7 +920,7 @@ void IoAlterConfigsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- AlterConfigsResponse (AlterConfigs v0-1) ----
+// ---- AlterConfigsResponse (AlterConfigs v0-2) ----
 template <class IO, class M>
 void IoAlterConfigsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.I32(m.throttle_time_ms);
@@ -808,7 +973,7 @@ void IoDescribeLogDirsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- CreatePartitionsRequest (CreatePartitions v0-1) ----
+// ---- CreatePartitionsRequest (CreatePartitions v0-3) ----
 template <class IO, class M>
 void IoCreatePartitionsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.Array(m.topics, [&](auto& e1) {
@@ -827,7 +992,7 @@ void IoCreatePartitionsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- CreatePartitionsResponse (CreatePartitions v0-1) ----
+// ---- CreatePartitionsResponse (CreatePartitions v0-3) ----
 template <class IO, class M>
 void IoCreatePartitionsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.I32(m.throttle_time_ms);
@@ -840,7 +1005,7 @@ void IoCreatePartitionsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- DeleteGroupsRequest (DeleteGroups v0-1) ----
+// ---- DeleteGroupsRequest (DeleteGroups v0-2) ----
 template <class IO, class M>
 void IoDeleteGroupsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.Array(m.groups_names, [&](auto& e1) {
@@ -849,7 +1014,7 @@ void IoDeleteGroupsRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- DeleteGroupsResponse (DeleteGroups v0-1) ----
+// ---- DeleteGroupsResponse (DeleteGroups v0-2) ----
 template <class IO, class M>
 void IoDeleteGroupsResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.I32(m.throttle_time_ms);
@@ -1035,7 +1200,7 @@ void IoOffsetDeleteResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- DescribeQuorumRequest (DescribeQuorum v0-1) ----
+// ---- DescribeQuorumRequest (DescribeQuorum v0-2) ----
 template <class IO, class M>
 void IoDescribeQuorumRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.Array(m.topics, [&](auto& e1) {
@@ -1049,36 +1214,52 @@ void IoDescribeQuorumRequest(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.TaggedFields();
 }
 
-// ---- DescribeQuorumResponse (DescribeQuorum v0-1) ----
+// ---- DescribeQuorumResponse (DescribeQuorum v0-2) ----
 template <class IO, class M>
 void IoDescribeQuorumResponse(IO& io, M& m, [[maybe_unused]] int16_t v) {
   io.I16(m.error_code);
+  if (v >= 2) io.NullableString(m.error_message);
   io.Array(m.topics, [&](auto& e1) {
     io.String(e1.topic_name);
     io.Array(e1.partitions, [&](auto& e2) {
       io.I32(e2.partition_index);
       io.I16(e2.error_code);
+      if (v >= 2) io.NullableString(e2.error_message);
       io.I32(e2.leader_id);
       io.I32(e2.leader_epoch);
       io.I64(e2.high_watermark);
       io.Array(e2.current_voters, [&](auto& e3) {
         io.I32(e3.replica_id);
+        if (v >= 2) io.Uuid(e3.replica_directory_id);
         io.I64(e3.log_end_offset);
         if (v >= 1) io.I64(e3.last_fetch_timestamp);
         if (v >= 1) io.I64(e3.last_caught_up_timestamp);
         io.TaggedFields();
-      }, (v <= 0 ? 13 : v <= 1 ? 29 : 13));
+      }, (v <= 0 ? 13 : v <= 1 ? 29 : v <= 2 ? 45 : 13));
       io.Array(e2.observers, [&](auto& e3) {
         io.I32(e3.replica_id);
+        if (v >= 2) io.Uuid(e3.replica_directory_id);
         io.I64(e3.log_end_offset);
         if (v >= 1) io.I64(e3.last_fetch_timestamp);
         if (v >= 1) io.I64(e3.last_caught_up_timestamp);
         io.TaggedFields();
-      }, (v <= 0 ? 13 : v <= 1 ? 29 : 13));
+      }, (v <= 0 ? 13 : v <= 1 ? 29 : v <= 2 ? 45 : 13));
       io.TaggedFields();
-    }, 25);
+    }, (v <= 1 ? 25 : v <= 2 ? 26 : 25));
     io.TaggedFields();
   }, 3);
+  if (v >= 2) {
+    io.Array(m.nodes, [&](auto& e1) {
+      io.I32(e1.node_id);
+      io.Array(e1.listeners, [&](auto& e2) {
+        io.String(e2.name);
+        io.String(e2.host);
+        io.U16(e2.port);
+        io.TaggedFields();
+      }, 5);
+      io.TaggedFields();
+    }, 6);
+  }
   io.TaggedFields();
 }
 

@@ -20,6 +20,11 @@ void Decoder::I8(int8_t& v) {
 void Decoder::I16(int16_t& v) {
   if (ok() && !r_.I16(&v)) Fail(Status::Truncated(At("int16 past end of message", remaining())));
 }
+void Decoder::U16(uint16_t& v) {
+  int16_t x = 0;
+  I16(x);
+  v = static_cast<uint16_t>(x);
+}
 void Decoder::I32(int32_t& v) {
   if (ok() && !r_.I32(&v)) Fail(Status::Truncated(At("int32 past end of message", remaining())));
 }
@@ -160,17 +165,22 @@ int64_t Decoder::ArrayCount(size_t min_element_size) {
   return n;
 }
 
-void Decoder::TaggedFields() {
-  if (!flexible_ || !ok()) return;
+uint32_t Decoder::TaggedCount() {
   uint32_t count = 0;
   Uvarint(count);
-  if (!ok()) return;
+  if (!ok()) return 0;
   // Each tagged field takes at least two bytes (tag and size varints).
   if (count > remaining() / 2) {
     Fail(Status::Corruption("tagged field count " + std::to_string(count) + " cannot fit in the " +
                             std::to_string(remaining()) + " bytes left"));
-    return;
+    return 0;
   }
+  return count;
+}
+
+void Decoder::TaggedFields() {
+  if (!flexible_ || !ok()) return;
+  uint32_t count = TaggedCount();
   for (uint32_t i = 0; i < count && ok(); ++i) {
     uint32_t tag = 0, size = 0;
     Uvarint(tag);
@@ -187,25 +197,25 @@ void Decoder::TaggedFields() {
 
 void Encoder::Count(int64_t n) {
   if (flexible_) {
-    w_.Uvarint(static_cast<uint64_t>(n + 1));
+    w_->Uvarint(static_cast<uint64_t>(n + 1));
   } else {
-    w_.I32(static_cast<int32_t>(n));
+    w_->I32(static_cast<int32_t>(n));
   }
 }
 
 void Encoder::Length(int64_t n, bool int32_length) {
   if (flexible_) {
-    w_.Uvarint(static_cast<uint64_t>(n + 1));
+    w_->Uvarint(static_cast<uint64_t>(n + 1));
   } else if (int32_length) {
-    w_.I32(static_cast<int32_t>(n));
+    w_->I32(static_cast<int32_t>(n));
   } else {
-    w_.I16(static_cast<int16_t>(n));
+    w_->I16(static_cast<int16_t>(n));
   }
 }
 
 void Encoder::StringView(std::string_view v) {
   Length(static_cast<int64_t>(v.size()), false);
-  w_.Raw(v);
+  w_->Raw(v);
 }
 
 void Encoder::NullableString(const std::optional<std::string>& v) {
@@ -218,7 +228,7 @@ void Encoder::NullableString(const std::optional<std::string>& v) {
 
 void Encoder::BytesView(std::string_view v) {
   Length(static_cast<int64_t>(v.size()), true);
-  w_.Raw(v);
+  w_->Raw(v);
 }
 
 void Encoder::NullableBytes(const std::optional<std::string>& v) {
@@ -233,14 +243,14 @@ void Encoder::Records(const RecordSet& v) {
   if (v.file) {
     Length(v.file->size, true);
     if (pieces_ != nullptr) {
-      pieces_->push_back(Piece{piece_start_, w_.position(), std::nullopt});
+      pieces_->push_back(Piece{piece_start_, w_->position(), std::nullopt});
       pieces_->push_back(Piece{0, 0, v.file});
-      piece_start_ = w_.position();
+      piece_start_ = w_->position();
     } else {
       // No piece list to place the file in: a bug in the caller (file slices are for
       // EncodeFetchResponseFrame). Keep the output well-formed with zeros of the promised size.
       assert(false && "RecordSet with a file slice encoded without a piece list");
-      w_.buffer()->append(static_cast<size_t>(v.file->size), '\0');
+      w_->buffer()->append(static_cast<size_t>(v.file->size), '\0');
     }
     return;
   }
@@ -253,8 +263,8 @@ void Encoder::Records(const RecordSet& v) {
 
 void Encoder::FinishPieces() {
   if (pieces_ == nullptr) return;
-  if (w_.position() > piece_start_) pieces_->push_back(Piece{piece_start_, w_.position(), std::nullopt});
-  piece_start_ = w_.position();
+  if (w_->position() > piece_start_) pieces_->push_back(Piece{piece_start_, w_->position(), std::nullopt});
+  piece_start_ = w_->position();
 }
 
 }  // namespace silt::protocol

@@ -78,6 +78,7 @@ class Decoder {
 
   void I8(int8_t& v);
   void I16(int16_t& v);
+  void U16(uint16_t& v);
   void I32(int32_t& v);
   void I64(int64_t& v);
   void Bool(bool& v);
@@ -125,6 +126,38 @@ class Decoder {
   }
   // Tagged fields (flexible versions only; nothing otherwise). Unknown tags are skipped.
   void TaggedFields();
+  // Tagged fields with known tags. `fields(visitor)` names each known one as
+  // `visitor.Field(tag, present, read)`; for every tag on the wire the walk is run once and the
+  // matching Field's `read` decodes the value from the field's bytes. A value that reads past
+  // its declared size is Corruption; one that reads less (a newer encoding) has the rest skipped.
+  // Unknown tags are skipped.
+  template <typename F>
+  void TaggedFields(F&& fields) {
+    if (!flexible_ || !ok()) return;
+    uint32_t count = TaggedCount();
+    for (uint32_t i = 0; i < count && ok(); ++i) {
+      uint32_t tag = 0, size = 0;
+      Uvarint(tag);
+      Uvarint(size);
+      if (!ok()) return;
+      if (size > remaining()) {
+        Fail(Status::Truncated("tagged field " + std::to_string(tag) + " of " +
+                               std::to_string(size) + " bytes runs past the end"));
+        return;
+      }
+      size_t before = remaining();
+      TagReader visit{tag};
+      fields(visit);
+      if (!ok()) return;
+      size_t used = before - remaining();
+      if (used > size) {
+        Fail(Status::Corruption("tagged field " + std::to_string(tag) + " reads " +
+                                std::to_string(used) + " bytes of its " + std::to_string(size)));
+        return;
+      }
+      r_.Skip(size - used);
+    }
+  }
 
  private:
   // Reads an array count (-1 = null). Fails, returning 0, when the count cannot fit in what is
@@ -132,6 +165,16 @@ class Decoder {
   int64_t ArrayCount(size_t min_element_size);  // -1 = null
   // Reads a string/bytes length: -1 for null, >= 0 checked against remaining.
   int64_t Length(bool int32_length, const char* what);
+  // Reads a tagged-field count, checked against the bytes left (0 on failure).
+  uint32_t TaggedCount();
+
+  struct TagReader {
+    uint32_t tag;
+    template <typename G>
+    void Field(uint32_t t, bool /*present*/, G&& read) {
+      if (t == tag) read();
+    }
+  };
 
   ByteReader& r_;
   bool flexible_;
@@ -141,7 +184,7 @@ class Decoder {
 class Encoder {
  public:
   // Appends to `w`. `flexible` selects compact strings/bytes/arrays.
-  Encoder(ByteWriter& w, bool flexible) : w_(w), flexible_(flexible) {}
+  Encoder(ByteWriter& w, bool flexible) : w_(&w), flexible_(flexible) {}
 
   bool flexible() const { return flexible_; }
   // Always true: encoding cannot fail. Present so templated codecs can poll either side.
@@ -158,18 +201,19 @@ class Encoder {
   }
   void FinishPieces();
 
-  void I8(const int8_t& v) { w_.I8(v); }
-  void I16(const int16_t& v) { w_.I16(v); }
-  void I32(const int32_t& v) { w_.I32(v); }
-  void I64(const int64_t& v) { w_.I64(v); }
-  void Bool(const bool& v) { w_.I8(v ? 1 : 0); }
+  void I8(const int8_t& v) { w_->I8(v); }
+  void I16(const int16_t& v) { w_->I16(v); }
+  void U16(const uint16_t& v) { w_->I16(static_cast<int16_t>(v)); }
+  void I32(const int32_t& v) { w_->I32(v); }
+  void I64(const int64_t& v) { w_->I64(v); }
+  void Bool(const bool& v) { w_->I8(v ? 1 : 0); }
   void Uuid(const silt::Uuid& v) {
-    w_.Raw(reinterpret_cast<const char*>(v.bytes().data()), v.bytes().size());
+    w_->Raw(reinterpret_cast<const char*>(v.bytes().data()), v.bytes().size());
   }
   void NullableAsEmptyString(const std::string& v) {
     NullableString(v.empty() ? std::nullopt : std::optional<std::string>(v));
   }
-  void Uvarint(const uint32_t& v) { w_.Uvarint(v); }
+  void Uvarint(const uint32_t& v) { w_->Uvarint(v); }
   void String(const std::string& v) { StringView(v); }
   void StringView(std::string_view v);
   void NullableString(const std::optional<std::string>& v);
@@ -196,14 +240,50 @@ class Encoder {
   }
   // Writes an empty tagged-field section (flexible versions only).
   void TaggedFields() {
-    if (flexible_) w_.Uvarint(0);
+    if (flexible_) w_->Uvarint(0);
+  }
+  // Writes the known tagged fields whose `present` is true (Kafka writes a tagged field only
+  // when it differs from its default), in the order the walk names them (ascending tags).
+  template <typename F>
+  void TaggedFields(F&& fields) {
+    if (!flexible_) return;
+    TagCounter counter;
+    fields(counter);
+    w_->Uvarint(counter.n);
+    TagWriter writer{this};
+    fields(writer);
   }
 
  private:
   void Count(int64_t n);  // -1 = null
   void Length(int64_t n, bool int32_length);
 
-  ByteWriter& w_;
+  struct TagCounter {
+    uint32_t n = 0;
+    template <typename G>
+    void Field(uint32_t, bool present, G&&) {
+      n += present ? 1 : 0;
+    }
+  };
+  struct TagWriter {
+    Encoder* e;
+    template <typename G>
+    void Field(uint32_t tag, bool present, G&& write) {
+      if (!present) return;
+      // The value is encoded aside first: its size comes before it.
+      std::string value;
+      ByteWriter aside(&value);
+      ByteWriter* outer = e->w_;
+      e->w_ = &aside;
+      write();
+      e->w_ = outer;
+      outer->Uvarint(tag);
+      outer->Uvarint(value.size());
+      outer->Raw(value);
+    }
+  };
+
+  ByteWriter* w_;
   bool flexible_;
   std::vector<Piece>* pieces_ = nullptr;
   size_t piece_start_ = 0;

@@ -310,7 +310,8 @@ class ClusterSink : public Sink {
       p.partition = partition;
       p.fetch_offset = offset;
       p.partition_max_bytes = req.max_bytes;
-      req.topics.push_back({topic, {p}});
+      req.topics.emplace_back().topic = topic;
+      req.topics.back().partitions = {p};
       // The response's record set is a view into `body`: it must outlive `resp` (Call() would
       // decode into a buffer of its own that is gone when it returns).
       std::string body;

@@ -91,7 +91,8 @@ class ClusterSource final : public Source {
         fp.partition = partition;
         fp.fetch_offset = from.value();
         fp.partition_max_bytes = req.max_bytes;
-        req.topics.push_back({topic, {fp}});
+        req.topics.emplace_back().topic = topic;
+        req.topics.back().partitions = {fp};
         auto id = (*conn)->Send(req, *version);
         st = id.status();
         if (st.ok()) {

@@ -183,7 +183,7 @@ TEST_CASE("a v0 group member joins, syncs, commits, and its offsets survive a re
   // __consumer_offsets exists now, with the configured partition count, marked internal.
   protocol::MetadataRequest mreq;
   mreq.topics.emplace();
-  mreq.topics->push_back({protocol::kConsumerOffsetsTopic});
+  mreq.topics->push_back({.name = protocol::kConsumerOffsetsTopic});
   protocol::MetadataResponse mresp;
   c.Call(mreq, 1, &mresp);
   REQUIRE(mresp.topics.size() == 1);

@@ -306,7 +306,7 @@ TEST_CASE("Metadata names this broker and auto-creates topics when allowed") {
   Client c(b.port);
   protocol::MetadataRequest md;
   md.topics.emplace();
-  md.topics->push_back({"auto"});
+  md.topics->push_back({.name = "auto"});
   md.allow_auto_topic_creation = false;
   protocol::MetadataResponse resp;
   c.Call(md, 8, &resp);
@@ -340,7 +340,7 @@ TEST_CASE("Metadata v10+ carries the topic id of partition.metadata and finds to
   std::string stored = pm.substr(pm.find("topic_id: ") + 10, 22);
   protocol::MetadataRequest md;
   md.topics.emplace();
-  md.topics->push_back({"ids"});
+  md.topics->push_back({.name = "ids"});
   protocol::MetadataResponse resp;
   c.Call(md, 12, &resp);
   REQUIRE(resp.topics.size() == 1);
@@ -351,7 +351,7 @@ TEST_CASE("Metadata v10+ carries the topic id of partition.metadata and finds to
   // By id alone (v10+: the name is null).
   protocol::MetadataRequest by_id;
   by_id.topics.emplace();
-  by_id.topics->push_back({"", *Uuid::Parse(stored)});
+  by_id.topics->push_back({.topic_id = *Uuid::Parse(stored)});
   c.Call(by_id, 12, &resp);
   REQUIRE(resp.topics.size() == 1);
   CHECK(resp.topics[0].error_code == 0);

@@ -145,8 +145,12 @@ TEST_CASE("DescribeQuorum is flexible from v0 and adds the replicas' timestamps 
   p.leader_id = 2;
   p.leader_epoch = 7;
   p.high_watermark = 42;
-  p.current_voters.push_back({1, 40, 1000, 900});
-  p.current_voters.push_back({2, 42, -1, 1100});
+  p.current_voters.push_back(
+      {.replica_id = 1, .log_end_offset = 40, .last_fetch_timestamp = 1000,
+       .last_caught_up_timestamp = 900});
+  p.current_voters.push_back(
+      {.replica_id = 2, .log_end_offset = 42, .last_fetch_timestamp = -1,
+       .last_caught_up_timestamp = 1100});
   resp.topics.push_back({"m", {p}});
   std::string v0 = Encode(resp, 0);
   std::string v1 = Encode(resp, 1);

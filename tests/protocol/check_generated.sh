@@ -16,7 +16,7 @@ trap 'rm -rf "$out"' EXIT
 python3 "$src/scripts/gen-protocol.py" "$schemas" --out "$out"
 
 status=0
-for f in generated_walks.h generated_codecs.cc; do
+for f in generated_walks.h generated_codecs.cc generated_messages.h; do
   if ! diff -u "$src/lib/protocol/$f" "$out/$f"; then
     echo "FAIL: lib/protocol/$f differs from what scripts/gen-protocol.py generates" >&2
     status=1

@@ -121,7 +121,7 @@ TEST_CASE("the frame size is checked against the limit before anything is alloca
 
 TEST_CASE("a request frame splits into header and body, flexible or not") {
   MetadataRequest body;
-  body.topics = std::vector<MetadataRequest::Topic>{{"alpha"}};
+  body.topics = std::vector<MetadataRequest::Topic>{{.name = "alpha"}};
   std::string frame;
   AppendRequestFrame(RequestHeader{3, 8, 77, "cli"}, body, &frame);
   REQUIRE(*ParseFrameSize(std::string_view(frame).substr(0, 4)) == static_cast<int32_t>(frame.size() - 4));
@@ -172,7 +172,7 @@ TEST_CASE("an unsupported version or api still yields api key, version and corre
   // The answer: a v0 body with UNSUPPORTED_VERSION, in response header v0.
   std::string out;
   AppendResponseFrame(18, 0, p->header.correlation_id, MakeUnsupportedApiVersionsResponse(), &out);
-  CHECK(out == Bytes({0, 0, 0, 16, 0, 0, 1, 0, 0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 3}));
+  CHECK(out == Bytes({0, 0, 0, 16, 0, 0, 1, 0, 0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 4}));
 }
 
 TEST_CASE("ApiVersions v3 responses use response header v0 and a flexible body") {
@@ -198,7 +198,7 @@ TEST_CASE("a zero-copy Fetch frame sends the same bytes as a fully encoded one")
   p1.records.bytes = std::string_view(file_bytes).substr(0, 4);
   FetchResponse::Partition p2;  // null records
   p2.partition_index = 2;
-  inline_resp.responses.push_back({"alpha", {p0, p1, p2}});
+  inline_resp.responses.push_back({.topic = "alpha", .partitions = {p0, p1, p2}});
 
   FetchResponse file_resp = inline_resp;
   file_resp.responses[0].partitions[0].records = RecordSet{std::nullopt, FileSlice{3, 5, 10}};

@@ -47,15 +47,16 @@ T RoundTrip(const T& m, int16_t v) {
   return decoded;
 }
 
-// Round-trips `m` at every version the table serves; at the highest version, where every field
-// of `m` is on the wire, the decoded message must equal `m`.
+// Round-trips `m` at every version the table serves; at `whole` (default: the highest version),
+// where every field of `m` is on the wire, the decoded message must equal `m`.
 template <typename T>
-void RoundTripAllVersions(const T& m) {
+void RoundTripAllVersions(const T& m, int16_t whole = -1) {
   const ApiInfo* api = FindApi(T::kApiKey);
   REQUIRE(api != nullptr);
+  if (whole < 0) whole = api->max_version;
   for (int16_t v = api->min_version; v <= api->max_version; ++v) {
     T decoded = RoundTrip(m, v);
-    if (v == api->max_version) CHECK(decoded == m);
+    if (v == whole) CHECK(decoded == m);
   }
 }
 
@@ -77,7 +78,7 @@ TEST_CASE("ApiVersions request and response round-trip at every served version")
 
 TEST_CASE("Metadata request and response round-trip at every served version") {
   MetadataRequest req;
-  req.topics = std::vector<MetadataRequest::Topic>{{"alpha"}, {"beta"}};
+  req.topics = std::vector<MetadataRequest::Topic>{{.name = "alpha"}, {.name = "beta"}};
   (*req.topics)[1].topic_id = Uuid(Uuid::Bytes{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
   req.allow_auto_topic_creation = false;
   req.include_topic_authorized_operations = true;
@@ -90,7 +91,7 @@ TEST_CASE("Metadata request and response round-trip at every served version") {
   CHECK(RoundTrip(req, 9).topics->at(1).topic_id.is_zero());
   // v10+: a topic asked for by id alone has a null name.
   MetadataRequest by_id;
-  by_id.topics = std::vector<MetadataRequest::Topic>{{"", (*req.topics)[1].topic_id}};
+  by_id.topics = std::vector<MetadataRequest::Topic>{{.topic_id = (*req.topics)[1].topic_id}};
   CHECK(RoundTrip(by_id, 12) == by_id);
 
   MetadataRequest all;  // null topics: every topic
@@ -175,15 +176,35 @@ TEST_CASE("Fetch request and response round-trip at every served version") {
   req.isolation_level = 1;
   req.session_id = 12;
   req.session_epoch = 3;
-  req.topics.push_back({"alpha", {{0, 5, 100, 7, 65536}, {1, 5, 0, 0, 65536}}});
-  req.forgotten_topics_data.push_back({"beta", {0, 2}});
+  req.topics.push_back({.topic = "alpha",
+                        .partitions = {{.partition = 0, .current_leader_epoch = 5,
+                                        .fetch_offset = 100, .log_start_offset = 7,
+                                        .partition_max_bytes = 65536},
+                                       {.partition = 1, .current_leader_epoch = 5,
+                                        .fetch_offset = 0, .log_start_offset = 0,
+                                        .partition_max_bytes = 65536}}});
+  req.forgotten_topics_data.push_back({.topic = "beta", .partitions = {0, 2}});
   req.rack_id = "rack-a";
-  RoundTripAllVersions(req);
+  RoundTripAllVersions(req, 12);  // topics by name up to v12
   FetchRequest v4 = RoundTrip(req, 4);
   CHECK(v4.session_epoch == -1);
   CHECK(v4.topics[0].partitions[0].log_start_offset == -1);
   CHECK(v4.topics[0].partitions[0].fetch_offset == 100);
   CHECK(v4.rack_id.empty());
+  // v13+ name topics by id (KIP-516); v15+ carry the replica in the tagged ReplicaState.
+  FetchRequest by_id = req;
+  for (auto* t : {&by_id.topics[0]}) {
+    t->topic.clear();
+    t->topic_id = *silt::Uuid::Parse("b1f2c3d4-0000-4000-8000-00000000000a");
+  }
+  by_id.forgotten_topics_data[0].topic.clear();
+  by_id.forgotten_topics_data[0].topic_id = by_id.topics[0].topic_id;
+  by_id.cluster_id = "c1";
+  by_id.replica_id = -1;
+  by_id.replica_state.replica_id = 3;
+  by_id.replica_state.replica_epoch = 7;
+  CHECK(RoundTrip(by_id, 17) == by_id);
+  CHECK(RoundTrip(by_id, 13).replica_state == FetchRequest::ReplicaState{});
 
   FetchResponse resp;
   resp.throttle_time_ms = 1;
@@ -200,8 +221,18 @@ TEST_CASE("Fetch request and response round-trip at every served version") {
   FetchResponse::Partition empty;
   empty.partition_index = 1;
   empty.error_code = ToWire(ErrorCode::OFFSET_OUT_OF_RANGE);
-  resp.responses.push_back({"alpha", {p, empty}});
-  RoundTripAllVersions(resp);
+  resp.responses.push_back({.topic = "alpha", .partitions = {p, empty}});
+  RoundTripAllVersions(resp, 12);
+  // Tagged fields round-trip in flexible versions; NodeEndpoints only from v16.
+  FetchResponse tagged = resp;
+  tagged.responses[0].topic.clear();
+  tagged.responses[0].topic_id = *silt::Uuid::Parse("b1f2c3d4-0000-4000-8000-00000000000a");
+  tagged.responses[0].partitions[1].error_code = ToWire(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+  tagged.responses[0].partitions[1].current_leader = {.leader_id = 2, .leader_epoch = 9};
+  tagged.responses[0].partitions[0].diverging_epoch = {.epoch = 3, .end_offset = 40};
+  tagged.node_endpoints.push_back({.node_id = 2, .host = "h2", .port = 9093, .rack = std::nullopt});
+  CHECK(RoundTrip(tagged, 16) == tagged);
+  CHECK(RoundTrip(tagged, 15).node_endpoints.empty());
   FetchResponse v4r = RoundTrip(resp, 4);
   CHECK(v4r.responses[0].partitions[0].records.bytes == kBatch);
   CHECK(v4r.responses[0].partitions[0].log_start_offset == -1);
@@ -338,7 +369,15 @@ TEST_CASE("OffsetCommit and OffsetFetch round-trip at every served version") {
   OffsetFetchRequest of;
   of.group_id = "g";
   of.topics = std::vector<OffsetFetchRequest::Topic>{{"alpha", {0, 1, 2}}};
-  RoundTripAllVersions(of);
+  RoundTripAllVersions(of, 7);  // one group up to v7, a batch of groups from v8
+  OffsetFetchRequest batch;
+  batch.require_stable = true;
+  batch.groups.push_back({.group_id = "g1", .member_id = "m", .member_epoch = 4,
+                          .topics = std::vector<OffsetFetchRequest::GroupTopic>{
+                              {.name = "alpha", .partition_indexes = {0, 1}}}});
+  batch.groups.push_back({.group_id = "g2", .member_id = std::nullopt, .member_epoch = -1,
+                          .topics = std::nullopt});
+  CHECK(RoundTrip(batch, 9) == batch);
   OffsetFetchRequest all;
   all.group_id = "g";
   CHECK_FALSE(RoundTrip(all, 2).topics.has_value());
@@ -347,7 +386,16 @@ TEST_CASE("OffsetCommit and OffsetFetch round-trip at every served version") {
   ofr.throttle_time_ms = 1;
   ofr.topics.push_back({"alpha", {{0, 100, 2, "meta", 0}, {1, -1, -1, std::nullopt, 0}}});
   ofr.error_code = ToWire(ErrorCode::GROUP_AUTHORIZATION_FAILED);
-  RoundTripAllVersions(ofr);
+  RoundTripAllVersions(ofr, 7);
+  OffsetFetchResponse batch_r;
+  batch_r.groups.push_back(
+      {.group_id = "g1",
+       .topics = {{.name = "alpha",
+                   .partitions = {{.partition_index = 0, .committed_offset = 5,
+                                   .committed_leader_epoch = 1, .metadata = "m",
+                                   .error_code = 0}}}},
+       .error_code = 0});
+  CHECK(RoundTrip(batch_r, 8) == batch_r);
 }
 
 TEST_CASE("DescribeGroups, ListGroups and InitProducerId round-trip at every served version") {
@@ -393,13 +441,24 @@ TEST_CASE("CreateTopics, DeleteTopics and CreatePartitions round-trip at every s
 
   CreateTopicsResponse ctr;
   ctr.throttle_time_ms = 1;
-  ctr.topics = {{"alpha", ToWire(ErrorCode::TOPIC_ALREADY_EXISTS), "exists"}, {"beta", 0, std::nullopt}};
+  ctr.topics = {{.name = "alpha", .error_code = ToWire(ErrorCode::TOPIC_ALREADY_EXISTS),
+                 .error_message = "exists"},
+                {.name = "beta", .error_code = 0, .error_message = std::nullopt}};
   RoundTripAllVersions(ctr);
 
-  RoundTripAllVersions(DeleteTopicsRequest{{"alpha", "beta"}, 5000});
+  RoundTripAllVersions(DeleteTopicsRequest{.topics = {}, .topic_names = {"alpha", "beta"},
+                                           .timeout_ms = 5000}, 5);
+  DeleteTopicsRequest by_id;
+  by_id.topics.push_back({.name = std::nullopt,
+                          .topic_id = *silt::Uuid::Parse("b1f2c3d4-0000-4000-8000-00000000000a")});
+  by_id.topics.push_back({.name = "beta", .topic_id = {}});
+  by_id.timeout_ms = 100;
+  CHECK(RoundTrip(by_id, 6) == by_id);
   DeleteTopicsResponse dtr;
   dtr.throttle_time_ms = 1;
-  dtr.responses = {{"alpha", 0}, {"beta", ToWire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)}};
+  dtr.responses = {{.name = "alpha", .error_code = 0, .error_message = std::nullopt},
+                   {.name = "beta", .error_code = ToWire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+                    .error_message = "gone"}};
   RoundTripAllVersions(dtr);
 
   CreatePartitionsRequest cp;

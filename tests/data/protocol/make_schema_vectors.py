@@ -18,14 +18,14 @@ import sys
 
 # Name -> versions silt serves (lib/protocol/api_table.cc).
 APIS = {
-    "ApiVersions": (0, 3), "Metadata": (0, 12), "Produce": (0, 8), "Fetch": (0, 11),
-    "ListOffsets": (0, 5), "FindCoordinator": (0, 4), "JoinGroup": (0, 5), "SyncGroup": (0, 3),
-    "Heartbeat": (0, 3), "LeaveGroup": (0, 3), "OffsetCommit": (0, 7), "OffsetFetch": (0, 5),
-    "InitProducerId": (0, 1), "CreateTopics": (0, 4), "DeleteTopics": (0, 3),
-    "DescribeGroups": (0, 4), "ListGroups": (0, 2), "DescribeConfigs": (0, 3),
-    "CreatePartitions": (0, 1), "DeleteRecords": (0, 1), "OffsetForLeaderEpoch": (0, 4),
-    "AlterConfigs": (0, 1), "DeleteGroups": (0, 1), "IncrementalAlterConfigs": (0, 1),
-    "DescribeQuorum": (0, 1), "ElectLeaders": (0, 2), "AlterPartitionReassignments": (0, 0),
+    "ApiVersions": (0, 4), "Metadata": (0, 12), "Produce": (0, 11), "Fetch": (0, 17),
+    "ListOffsets": (0, 9), "FindCoordinator": (0, 6), "JoinGroup": (0, 9), "SyncGroup": (0, 5),
+    "Heartbeat": (0, 4), "LeaveGroup": (0, 5), "OffsetCommit": (0, 9), "OffsetFetch": (0, 9),
+    "InitProducerId": (0, 5), "CreateTopics": (0, 7), "DeleteTopics": (0, 6),
+    "DescribeGroups": (0, 5), "ListGroups": (0, 5), "DescribeConfigs": (0, 4),
+    "CreatePartitions": (0, 3), "DeleteRecords": (0, 2), "OffsetForLeaderEpoch": (0, 4),
+    "AlterConfigs": (0, 2), "DeleteGroups": (0, 2), "IncrementalAlterConfigs": (0, 1),
+    "DescribeQuorum": (0, 2), "ElectLeaders": (0, 2), "AlterPartitionReassignments": (0, 0),
     "ListPartitionReassignments": (0, 0),
     "DescribeLogDirs": (0, 4), "OffsetDelete": (0, 0),
     "DescribeCluster": (0, 1), "DescribeProducers": (0, 0),
@@ -104,6 +104,9 @@ class Writer:
                     sub = f.get("fields") or self.common[elem]
                     self.struct_fields(sub, v)
             return
+        if "fields" in f or t in self.common:
+            self.struct_fields(f.get("fields") or self.common[t], v)
+            return
         self.primitive(t, n)
 
     def primitive(self, t, n=None):
@@ -112,6 +115,8 @@ class Writer:
             self.out += struct.pack(">b", n % 100)
         elif t == "int16":
             self.out += struct.pack(">h", n)
+        elif t == "uint16":
+            self.out += struct.pack(">H", n)
         elif t == "int32":
             self.out += struct.pack(">i", n)
         elif t == "int64":
