@@ -2,10 +2,14 @@
 // ListOffsets.
 #include <algorithm>
 #include <deque>
+#include <map>
+#include <mutex>
 
 #include "base/clock.h"
+#include "base/uuid.h"
 #include "broker/delayed_operation.h"
 #include "broker/handlers.h"
+#include "broker/leader_hint.h"
 #include "broker/logging.h"
 #include "format/legacy_convert.h"
 #include "protocol/messages.h"
@@ -50,6 +54,37 @@ ErrorCode DownConvertRead(const FileSlice& slice, int16_t version, int64_t fetch
   return ErrorCode::NONE;
 }
 
+// Fetch v13+ names topics by id (KIP-516). Ids are never reused, so a name found once stays
+// right for as long as the topic of that name still has that id (a topic deleted and created
+// again gets a new one); a miss lists the topics. nullopt: no topic has this id.
+std::optional<std::string> TopicNameForId(MetadataStore& metadata, const Uuid& id) {
+  static std::mutex mu;
+  static std::map<Uuid, std::string> known;  // shared by the brokers of a process: checked
+  if (id.is_zero()) return std::nullopt;
+  const std::string text = id.ToString();
+  std::optional<std::string> name;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = known.find(id); it != known.end()) name = it->second;
+  }
+  if (name) {
+    auto t = metadata.GetTopic(*name);
+    if (t.ok() && t->topic_id == text) return name;
+  }
+  name.reset();
+  std::map<Uuid, std::string> listed;
+  for (TopicMetadata& t : metadata.ListTopics()) {
+    if (auto u = Uuid::Parse(t.topic_id); u.ok()) {
+      if (*u == id) name = t.name;
+      listed.emplace(*u, std::move(t.name));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (known.size() > 100000) known.clear();
+  for (auto& [u, n] : listed) known.insert_or_assign(u, std::move(n));
+  return name;
+}
+
 // One Fetch request waiting for min_bytes of records or max_wait_ms. Lives on its
 // connection's strand. A consumer's fetch reads committed records and is re-evaluated at each
 // move of its partitions' high watermarks; a follower's (replica_id >= 0, on that replica's
@@ -67,14 +102,26 @@ class DelayedFetch : public DelayedOperation {
         replica_(request_.replica_id >= 0 ? NodeId(request_.replica_id) : NodeId(-1)) {}
 
   void Start(BrokerContext& ctx) {
+    ctx_ = &ctx;
     metadata_ = &ctx.metadata;
     std::vector<std::shared_ptr<Partition>> parts;
     for (const auto& t : request_.topics) {
+      // v13+: by topic id; an id no topic has is UNKNOWN_TOPIC_ID for each of its partitions.
+      std::optional<std::string> name = t.topic;
+      if (req_->api_version >= 13) name = TopicNameForId(ctx.metadata, t.topic_id);
+      names_.push_back(name.value_or(""));
       for (const auto& p : t.partitions) {
-        auto s = ctx.partitions.Get(t.topic, PartitionId(p.partition));
+        if (!name) {
+          parts.push_back(nullptr);
+          missing_.push_back(ErrorCode::UNKNOWN_TOPIC_ID);
+          continue;
+        }
+        auto s = ctx.partitions.Get(*name, PartitionId(p.partition));
         parts.push_back(s.ok() ? *s : nullptr);
         // A partition another node leads (cluster mode) is NOT_LEADER_OR_FOLLOWER.
-        not_leader_.push_back(!s.ok() && s.status().code() == Status::Code::kNotLeader);
+        missing_.push_back(!s.ok() && s.status().code() == Status::Code::kNotLeader
+                               ? ErrorCode::NOT_LEADER_OR_FOLLOWER
+                               : ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
       }
     }
     partitions_ = parts;
@@ -96,9 +143,12 @@ class DelayedFetch : public DelayedOperation {
     bool error = false;
     size_t k = 0;
     std::vector<std::pair<std::string, int64_t>> throttled;  // throttled reads: topic, bytes
-    for (const auto& t : request_.topics) {
+    for (size_t ti = 0; ti < request_.topics.size(); ++ti) {
+      const auto& t = request_.topics[ti];
+      const std::string& topic = names_[ti];
       protocol::FetchResponse::TopicResponse tr;
-      tr.topic = t.topic;
+      tr.topic = topic;
+      tr.topic_id = t.topic_id;  // on the wire from v13, in place of the name
       for (const auto& p : t.partitions) {
         const std::shared_ptr<Partition>& part = partitions_[k++];
         protocol::FetchResponse::Partition pr;
@@ -106,10 +156,10 @@ class DelayedFetch : public DelayedOperation {
         pr.aborted_transactions.emplace();
         pr.records.bytes = std::string_view();
         if (!part) {
-          pr.error_code = Wire(not_leader_[k - 1] ? ErrorCode::NOT_LEADER_OR_FOLLOWER
-                                                  : ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+          pr.error_code = Wire(missing_[k - 1]);
           pr.high_watermark = -1;
           error = true;
+          AddLeaderHint(resp, topic, pr, nullptr);
           tr.partitions.push_back(std::move(pr));
           continue;
         }
@@ -128,6 +178,7 @@ class DelayedFetch : public DelayedOperation {
           pr.error_code = Wire(check);
           pr.high_watermark = -1;
           error = true;
+          AddLeaderHint(resp, topic, pr, part.get());
           tr.partitions.push_back(std::move(pr));
           continue;
         }
@@ -136,7 +187,7 @@ class DelayedFetch : public DelayedOperation {
         // The reassignment throttle: an adding replica's catch-up reads at most what the
         // topic's budget has left (nothing once it is spent; the follower fetches again).
         const int64_t allowance =
-            follower() ? metadata_->ReplicaFetchAllowance(t.topic, PartitionId(p.partition),
+            follower() ? metadata_->ReplicaFetchAllowance(topic, PartitionId(p.partition),
                                                           replica_)
                        : -1;
         if (allowance == 0) room = false;
@@ -157,6 +208,7 @@ class DelayedFetch : public DelayedOperation {
         }
         pr.error_code = Wire(r.error);
         pr.high_watermark = r.high_watermark.value();
+        AddLeaderHint(resp, topic, pr, part.get());
         // No transactions: the last stable offset is the high watermark.
         pr.last_stable_offset = r.high_watermark.value();
         pr.log_start_offset = r.log_start_offset.value();
@@ -180,7 +232,7 @@ class DelayedFetch : public DelayedOperation {
                                                 static_cast<int32_t>(r.records->length)};
           held.push_back(*r.records);
           total += r.records->length;
-          if (allowance >= 0) throttled.emplace_back(t.topic, r.records->length);
+          if (allowance >= 0) throttled.emplace_back(topic, r.records->length);
         }
         tr.partitions.push_back(std::move(pr));
       }
@@ -212,6 +264,16 @@ class DelayedFetch : public DelayedOperation {
 
  private:
   bool follower() const { return replica_.value() >= 0; }
+  // KIP-951: a partition turned away names its leader (v12+), and the response lists that
+  // leader's endpoint (v16+).
+  void AddLeaderHint(protocol::FetchResponse& resp, const std::string& topic,
+                     protocol::FetchResponse::Partition& pr, const Partition* part) const {
+    if (req_->api_version < 12 || !WantsLeaderHint(pr.error_code)) return;
+    LeaderHint h = CurrentLeader(*ctx_, topic, pr.partition_index, part);
+    pr.current_leader.leader_id = h.leader_id;
+    pr.current_leader.leader_epoch = h.leader_epoch;
+    if (req_->api_version >= 16) AddNodeEndpoint(*ctx_, h.leader_id, &resp.node_endpoints);
+  }
   bool IsReplica(const Partition& part) const {
     const std::vector<NodeId> rs = part.replicas();
     return std::find(rs.begin(), rs.end(), replica_) != rs.end();
@@ -221,8 +283,10 @@ class DelayedFetch : public DelayedOperation {
   protocol::FetchRequest request_;
   Respond respond_;
   std::vector<std::shared_ptr<Partition>> partitions_;  // per requested partition, in order
-  std::vector<bool> not_leader_;                        // likewise: led by another node
-  MetadataStore* metadata_ = nullptr;                   // the reassignment throttle's
+  std::vector<ErrorCode> missing_;  // likewise: the answer when there is no partition
+  std::vector<std::string> names_;  // per requested topic: its name ("" for an unknown id)
+  BrokerContext* ctx_ = nullptr;
+  MetadataStore* metadata_ = nullptr;  // the reassignment throttle's
   const NodeId replica_;  // the fetching follower, or -1 for a consumer
 };
 
@@ -233,6 +297,7 @@ Response RefuseReplicaFetch(const protocol::FetchRequest& request, int16_t versi
   for (const auto& t : request.topics) {
     protocol::FetchResponse::TopicResponse tr;
     tr.topic = t.topic;
+    tr.topic_id = t.topic_id;
     for (const auto& p : t.partitions) {
       protocol::FetchResponse::Partition pr;
       pr.partition_index = p.partition;
@@ -252,6 +317,19 @@ Response RefuseReplicaFetch(const protocol::FetchRequest& request, int16_t versi
 Status HandleFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::FetchRequest request;
   SILT_TRY(DecodeBody(*req, &request));
+  // v15+ (KIP-903): a follower names itself in the tagged ReplicaState; consumers leave it -1.
+  if (req->api_version >= 15) request.replica_id = request.replica_state.replica_id;
+  // Incremental fetch sessions (KIP-227, v7+) are declined: every answer carries session id 0,
+  // Kafka's "no session created", so clients keep sending full fetches (epoch 0 or -1), and
+  // then any forgotten topics, by name or by id, name nothing to forget. A request naming a
+  // session epoch is for a session this broker never created: Kafka's answer to an unknown
+  // session, FETCH_SESSION_ID_NOT_FOUND, after which a client starts again with a full fetch.
+  if (req->api_version >= 7 && request.session_epoch != 0 && request.session_epoch != -1) {
+    protocol::FetchResponse resp;
+    resp.error_code = Wire(ErrorCode::FETCH_SESSION_ID_NOT_FOUND);
+    respond(EncodeBody(resp, req->api_version));
+    return Status::OK();
+  }
   // isolation_level is accepted either way: with no transactions, read_committed and
   // read_uncommitted see the same records.
   if (request.replica_id >= 0 && request.replica_id != req->peer_node) {

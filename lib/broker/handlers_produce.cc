@@ -3,6 +3,7 @@
 #include "broker/broker_metrics.h"
 #include "broker/delayed_operation.h"
 #include "broker/handlers.h"
+#include "broker/leader_hint.h"
 #include "broker/logging.h"
 #include "format/legacy_convert.h"
 #include "format/record_batch.h"
@@ -145,9 +146,22 @@ PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::s
 
 namespace {
 
+// KIP-951 (v10+): a partition turned away names its leader, and the response lists that
+// leader's endpoint.
+void AddLeaderHint(BrokerContext& ctx, int16_t version, const std::string& topic,
+                   const Partition* part, protocol::ProduceResponse::PartitionResponse& pr,
+                   protocol::ProduceResponse& resp) {
+  if (version < 10 || !WantsLeaderHint(pr.error_code)) return;
+  LeaderHint h = CurrentLeader(ctx, topic, pr.index, part);
+  pr.current_leader.leader_id = h.leader_id;
+  pr.current_leader.leader_epoch = h.leader_epoch;
+  AddNodeEndpoint(ctx, h.leader_id, &resp.node_endpoints);
+}
+
 // A partition of an acks=all produce whose batch is in the leader's log but not yet committed.
 struct AwaitedCommit {
   protocol::ProduceResponse::PartitionResponse* response;
+  std::string topic;
   std::shared_ptr<Partition> partition;
   Offset needed;  // the high watermark that commits the batch: its last offset + 1
   int32_t min_insync_replicas = 1;  // the topic's config when the batch was appended
@@ -169,6 +183,7 @@ class DelayedProduce : public DelayedOperation {
                  std::unique_ptr<protocol::ProduceResponse> resp, std::vector<AwaitedCommit> waits,
                  Respond respond)
       : DelayedOperation(req->executor, &ctx.stopping),
+        ctx_(ctx),
         req_(std::move(req)),
         resp_(std::move(resp)),
         waits_(std::move(waits)),
@@ -187,10 +202,11 @@ class DelayedProduce : public DelayedOperation {
     bool all = true;
     for (AwaitedCommit& w : waits_) {
       if (w.done) continue;
-      auto fail = [&w](ErrorCode c) {
+      auto fail = [this, &w](ErrorCode c) {
         w.response->error_code = Wire(c);
         w.response->base_offset = -1;
         w.done = true;
+        AddLeaderHint(ctx_, req_->api_version, w.topic, w.partition.get(), *w.response, *resp_);
       };
       if (!w.partition->alive()) {
         fail(ErrorCode::NOT_LEADER_OR_FOLLOWER);
@@ -231,6 +247,7 @@ class DelayedProduce : public DelayedOperation {
   void OnCompleted() override { waits_.clear(); }
 
  private:
+  BrokerContext& ctx_;
   std::shared_ptr<Request> req_;
   std::unique_ptr<protocol::ProduceResponse> resp_;
   std::vector<AwaitedCommit> waits_;
@@ -276,13 +293,17 @@ Status HandleProduce(BrokerContext& ctx, std::shared_ptr<Request> req, Respond r
         // high watermark has already passed it and nothing waits.
         awaited_at.emplace_back(resp.responses.size(), tr.partition_responses.size());
         waits.push_back(
-            AwaitedCommit{nullptr, o.partition, o.last_offset + 1, o.min_insync_replicas,
+            AwaitedCommit{nullptr, td.name, o.partition, o.last_offset + 1, o.min_insync_replicas,
                           o.partition->leader_epoch()});
       }
       pr.error_code = Wire(o.error);
       pr.base_offset = o.base_offset;
       pr.log_append_time_ms = o.log_append_time;
       pr.log_start_offset = o.log_start_offset;
+      if (WantsLeaderHint(pr.error_code)) {
+        std::shared_ptr<Partition> replica = ctx.partitions.Find(td.name, PartitionId(pd.index));
+        AddLeaderHint(ctx, req->api_version, td.name, replica.get(), pr, resp);
+      }
       if (o.error != ErrorCode::NONE) {
         if (!o.message.empty()) pr.error_message = o.message;
         if (first_error.empty()) {

@@ -82,8 +82,8 @@ TEST_CASE("ApiVersions v0 to v3 list every API the dispatch table serves") {
     bool has_produce = false, has_fetch = false;
     for (const auto& k : resp.api_keys) {
       CHECK(broker::FindApi(k.api_key) != nullptr);
-      if (k.api_key == 0) has_produce = k.min_version == 0 && k.max_version == 8;
-      if (k.api_key == 1) has_fetch = k.min_version == 0 && k.max_version == 11;
+      if (k.api_key == 0) has_produce = k.min_version == 0 && k.max_version == 11;
+      if (k.api_key == 1) has_fetch = k.min_version == 0 && k.max_version == 17;
     }
     CHECK(has_produce);
     CHECK(has_fetch);
