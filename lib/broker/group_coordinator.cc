@@ -2,9 +2,11 @@
 #include "broker/group_coordinator.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <random>
 #include <set>
+#include <string_view>
 
 #include "base/clock.h"
 #include "broker/logging.h"
@@ -18,6 +20,14 @@ using protocol::ErrorCode;
 namespace {
 
 enum class State { kEmpty, kPreparingRebalance, kCompletingRebalance, kStable, kDead };
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
 
 const char* StateName(State s) {
   switch (s) {
@@ -534,6 +544,7 @@ void GroupCoordinator::AnswerJoin(Group& g, Member& m, int16_t error) {
   r.member_id = m.id;
   if (error == 0) {
     r.generation_id = g.generation;
+    r.protocol_type = g.protocol_type;  // v7+ (KIP-559)
     r.protocol_name = g.protocol.value_or("");
     r.leader = g.leader;
     if (m.id == g.leader) {
@@ -756,6 +767,7 @@ void GroupCoordinator::JoinLocked(const protocol::JoinGroupRequest& req, int16_t
           if (!st.ok()) LogError("group " + g.id + ": storing metadata: " + st.ToString());
           protocol::JoinGroupResponse jr;
           jr.generation_id = g.generation;
+          jr.protocol_type = g.protocol_type;
           jr.protocol_name = *g.protocol;
           jr.leader = g.leader;
           jr.member_id = new_id;
@@ -861,18 +873,26 @@ void GroupCoordinator::UpdateMemberAndRebalance(Group& g, Member& m,
 
 // ---- SyncGroup, Heartbeat, LeaveGroup ---------------------------------------------------
 
+// SyncGroup v5+ answers name the group's protocol type and chosen protocol.
+void GroupCoordinator::NameProtocol(const Group& g, protocol::SyncGroupResponse* r) {
+  r->protocol_type = g.protocol_type;
+  r->protocol_name = g.protocol;
+}
+
 void GroupCoordinator::SyncGroup(const protocol::SyncGroupRequest& req, int16_t version,
                                  SyncCallback done) {
   Scope scope(this);
+  Group* g = nullptr;
   auto answer = [&](int16_t error, std::string assignment = {}) {
     protocol::SyncGroupResponse r;
     r.error_code = error;
     r.assignment = std::move(assignment);
+    if (error == 0 && g != nullptr) NameProtocol(*g, &r);
     calls_.push_back([done = std::move(done), r] { done(r); });
   };
   if (stopping_) return answer(Err(ErrorCode::COORDINATOR_NOT_AVAILABLE));
   if (int16_t e = OwnershipError(req.group_id)) return answer(e);
-  Group* g = FindGroup(req.group_id);
+  g = FindGroup(req.group_id);
   if (g == nullptr) return answer(Err(ErrorCode::UNKNOWN_MEMBER_ID));
   if (g->state == State::kDead) return answer(Err(ErrorCode::COORDINATOR_NOT_AVAILABLE));
   if (req.group_instance_id) {
@@ -884,6 +904,11 @@ void GroupCoordinator::SyncGroup(const protocol::SyncGroupRequest& req, int16_t 
   Member* m = g->Find(req.member_id);
   if (m == nullptr) return answer(Err(ErrorCode::UNKNOWN_MEMBER_ID));
   if (req.generation_id != g->generation) return answer(Err(ErrorCode::ILLEGAL_GENERATION));
+  // v5+ name the protocol type and the chosen protocol: both must be the group's.
+  if ((req.protocol_type && *req.protocol_type != g->protocol_type) ||
+      (req.protocol_name && *req.protocol_name != g->protocol.value_or(""))) {
+    return answer(Err(ErrorCode::INCONSISTENT_GROUP_PROTOCOL));
+  }
   switch (g->state) {
     case State::kPreparingRebalance:
       return answer(Err(ErrorCode::REBALANCE_IN_PROGRESS));
@@ -917,7 +942,10 @@ void GroupCoordinator::SyncGroup(const protocol::SyncGroupRequest& req, int16_t 
         if (!o.awaiting_sync) continue;
         protocol::SyncGroupResponse r;
         r.error_code = error;
-        if (error == 0) r.assignment = o.assignment;
+        if (error == 0) {
+          r.assignment = o.assignment;
+          NameProtocol(*g, &r);
+        }
         calls_.push_back([cb = std::move(o.awaiting_sync), r] { cb(r); });
         o.awaiting_sync = nullptr;
         o.heartbeat_deadline = now + o.session_timeout_ms;
@@ -1254,7 +1282,7 @@ protocol::DescribeGroupsResponse GroupCoordinator::DescribeGroups(
   return resp;
 }
 
-protocol::ListGroupsResponse GroupCoordinator::ListGroups() {
+protocol::ListGroupsResponse GroupCoordinator::ListGroups(const protocol::ListGroupsRequest& req) {
   Scope scope(this);
   protocol::ListGroupsResponse resp;
   if (stopping_) {
@@ -1270,7 +1298,25 @@ protocol::ListGroupsResponse GroupCoordinator::ListGroups() {
   }
   for (const auto& [id, g] : groups_) {
     if (g->state == State::kDead) continue;
-    resp.groups.push_back({id, g->protocol_type});
+    // v4+ filter by state, v5+ by type, both case-insensitively as Kafka does; every group
+    // here is a classic one.
+    const std::string state = StateName(g->state);
+    if (!req.states_filter.empty() &&
+        std::none_of(req.states_filter.begin(), req.states_filter.end(),
+                     [&](const std::string& f) { return EqualsIgnoreCase(f, state); })) {
+      continue;
+    }
+    if (!req.types_filter.empty() &&
+        std::none_of(req.types_filter.begin(), req.types_filter.end(),
+                     [&](const std::string& f) { return EqualsIgnoreCase(f, "classic"); })) {
+      continue;
+    }
+    protocol::ListGroupsResponse::Group lg;
+    lg.group_id = id;
+    lg.protocol_type = g->protocol_type;
+    lg.group_state = state;
+    lg.group_type = "classic";
+    resp.groups.push_back(std::move(lg));
   }
   return resp;
 }

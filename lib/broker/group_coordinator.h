@@ -124,7 +124,8 @@ class GroupCoordinator {
                                              int16_t version);
   protocol::DescribeGroupsResponse DescribeGroups(const protocol::DescribeGroupsRequest& req,
                                                   int16_t version);
-  protocol::ListGroupsResponse ListGroups();
+  // Every group, or those matching the request's state (v4+) and type (v5+) filters.
+  protocol::ListGroupsResponse ListGroups(const protocol::ListGroupsRequest& req = {});
   // Deletes each named group: tombstones for its committed offsets and its metadata go to the
   // offset log as one batch (so the group stays deleted after a restart and compaction drops
   // its records), then the group is forgotten. Per-group errors: INVALID_GROUP_ID for "",
@@ -201,6 +202,7 @@ class GroupCoordinator {
   void CompleteJoin(Group& g);
   void RemoveMember(Group& g, const std::string& member_id, const std::string& reason);
   void AnswerJoin(Group& g, Member& m, int16_t error);
+  static void NameProtocol(const Group& g, protocol::SyncGroupResponse* r);
   Status StoreGroup(Group& g);
   void ApplyStoredRecord(std::string_view key, std::optional<std::string_view> value);
   int64_t NextDeadline();

@@ -35,6 +35,41 @@ bool ValidAssignment(const std::vector<int32_t>& brokers, int32_t node) {
   return brokers.size() == 1 && brokers[0] == node;
 }
 
+// DescribeConfigs ConfigSource values.
+constexpr int8_t kSourceDynamicTopic = 1;
+constexpr int8_t kSourceDynamicBroker = 2;
+constexpr int8_t kSourceDynamicDefaultBroker = 3;
+constexpr int8_t kSourceStaticBroker = 4;
+constexpr int8_t kSourceDefault = 5;
+
+// CreateTopics v5+ (KIP-525): what a created (or validated) topic ended up with: its partition
+// count, replication factor and every topic config with its source; v7+ its id.
+void DescribeCreated(BrokerContext& ctx, const std::string& name, int32_t partitions,
+                     int32_t factor, const std::map<std::string, std::string>& given,
+                     bool validate_only, protocol::CreateTopicsResponse::Topic* tr) {
+  tr->num_partitions = partitions;
+  tr->replication_factor = static_cast<int16_t>(factor);
+  std::map<std::string, std::string> values;
+  if (validate_only) {
+    storage::LogConfig c =
+        ctx.dynamic_config ? ctx.dynamic_config->Effective().log_defaults : ctx.config.log_defaults;
+    if (c.Apply(given).ok()) values = c.ToMap();
+  } else {
+    if (auto cfg = ctx.metadata.TopicConfig(name); cfg.ok()) values = cfg->ToMap();
+    if (auto t = ctx.metadata.GetTopic(name); t.ok()) {
+      if (auto id = Uuid::Parse(t->topic_id); id.ok()) tr->topic_id = *id;
+    }
+  }
+  tr->configs.emplace();
+  for (const auto& [k, v] : values) {
+    protocol::CreateTopicsResponse::TopicConfig c;
+    c.name = k;
+    c.value = v;
+    c.config_source = given.count(k) ? kSourceDynamicTopic : kSourceDefault;
+    tr->configs->push_back(std::move(c));
+  }
+}
+
 }  // namespace
 
 // ---- CreateTopics -----------------------------------------------------------------------
@@ -102,12 +137,17 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
       auto existing = ctx.metadata.GetTopic(t.name);
       if (existing.ok()) {
         fail(ErrorCode::TOPIC_ALREADY_EXISTS, "topic '" + t.name + "' already exists");
-      } else if (!request.validate_only) {
+      } else if (request.validate_only) {
+        DescribeCreated(ctx, t.name, partitions, std::max<int32_t>(1, factor), configs, true,
+                        &tr);
+      } else {
         auto created = ctx.metadata.CreateTopicWithReplicas(
             t.name, partitions, std::max<int32_t>(1, factor), configs);
         if (created.ok()) {
           LogInfo("created topic " + t.name + " with " + std::to_string(created->partition_count) +
                   " partition(s)");
+          DescribeCreated(ctx, t.name, created->partition_count, std::max<int32_t>(1, factor),
+                          configs, false, &tr);
         } else {
           const Status& s = created.status();
           ErrorCode c = s.code() == Status::Code::kAlreadyExists ? ErrorCode::TOPIC_ALREADY_EXISTS
@@ -129,15 +169,45 @@ Status HandleDeleteTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
   protocol::DeleteTopicsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::DeleteTopicsResponse resp;
-  for (const std::string& name : request.topic_names) {
+  // v6+ name each topic by name or by id (KIP-516); earlier versions by name.
+  std::vector<protocol::DeleteTopicsRequest::TopicState> wanted = request.topics;
+  if (req->api_version < 6) {
+    for (const std::string& name : request.topic_names) wanted.push_back({name, Uuid{}});
+  }
+  for (const auto& w : wanted) {
     decltype(resp.responses)::value_type r;
+    std::string name = w.name.value_or("");
+    if (!w.topic_id.is_zero()) {
+      r.topic_id = w.topic_id;
+      std::optional<std::string> found;
+      const std::string id = w.topic_id.ToString();
+      for (const TopicMetadata& t : ctx.metadata.ListTopics()) {
+        if (t.topic_id == id) found = t.name;
+      }
+      if (w.name || !found) {
+        // Both a name and an id, or an id no topic has: Kafka's answers.
+        r.error_code = Wire(w.name ? ErrorCode::INVALID_REQUEST : ErrorCode::UNKNOWN_TOPIC_ID);
+        r.error_message = w.name ? "give a topic's name or its id, not both"
+                                 : "no topic has id " + id;
+        resp.responses.push_back(std::move(r));
+        continue;
+      }
+      name = *found;
+    }
     r.name = name;
+    if (req->api_version >= 6 && r.topic_id.is_zero()) {
+      if (auto t = ctx.metadata.GetTopic(name); t.ok()) {
+        if (auto id = Uuid::Parse(t->topic_id); id.ok()) r.topic_id = *id;
+      }
+    }
     Status s = ctx.metadata.DeleteTopic(name);
     if (s.IsNotFound()) {
       r.error_code = Wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+      r.error_message = "topic '" + name + "' does not exist";
     } else if (!s.ok()) {
       LogError("deleting topic " + name + ": " + s.ToString());
       r.error_code = Wire(protocol::ErrorCodeFromStatus(s));
+      r.error_message = s.message();
     }
     resp.responses.push_back(std::move(r));
   }
@@ -232,12 +302,6 @@ namespace {
 
 constexpr int8_t kResourceTopic = 2;
 constexpr int8_t kResourceBroker = 4;
-// DescribeConfigs ConfigSource values.
-constexpr int8_t kSourceDynamicTopic = 1;
-constexpr int8_t kSourceDynamicBroker = 2;
-constexpr int8_t kSourceDynamicDefaultBroker = 3;
-constexpr int8_t kSourceStaticBroker = 4;
-constexpr int8_t kSourceDefault = 5;
 // ConfigType values (v3+).
 constexpr int8_t kTypeBoolean = 1;
 constexpr int8_t kTypeString = 2;

@@ -148,9 +148,16 @@ Status HandleFindCoordinator(BrokerContext& ctx, std::shared_ptr<Request> req, R
                                                : std::vector<std::string>{request.key};
   std::vector<protocol::FindCoordinatorResponse::Coordinator> answers;
   for (const std::string& key : keys) {
-    if (request.key_type != 0) {
-      // Transactions (key type 1) have no coordinator here.
+    if (request.key_type == 1) {
+      // Transactions have no coordinator here.
       answers.push_back(NoCoordinator(key, "transactions are not supported"));
+    } else if (request.key_type != 0) {
+      // Share groups (2, v6+, KIP-932) or an unknown type: Kafka's answer to a key type it
+      // does not serve.
+      auto c = NoCoordinator(key, "key type " + std::to_string(request.key_type) +
+                                      " is not supported");
+      c.error_code = Wire(ErrorCode::INVALID_REQUEST);
+      answers.push_back(std::move(c));
     } else {
       answers.push_back(FindGroupCoordinator(ctx, key));
     }
@@ -261,7 +268,36 @@ Status HandleOffsetFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respo
   SILT_TRY(DecodeBody(*req, &request));
   // v0-1 have no null topics: an empty array means "none asked".
   if (req->api_version < 2 && !request.topics) request.topics.emplace();
-  respond(EncodeBody(ctx.groups.FetchOffsets(request, req->api_version), req->api_version));
+  if (req->api_version < 8) {
+    respond(EncodeBody(ctx.groups.FetchOffsets(request, req->api_version), req->api_version));
+    return Status::OK();
+  }
+  // v8+ batch groups (KIP-709): each is answered as a v7 request for that group alone.
+  protocol::OffsetFetchResponse resp;
+  for (const auto& g : request.groups) {
+    protocol::OffsetFetchRequest one;
+    one.group_id = g.group_id;
+    one.require_stable = request.require_stable;
+    if (g.topics) {
+      one.topics.emplace();
+      for (const auto& t : *g.topics) one.topics->push_back({t.name, t.partition_indexes});
+    }
+    protocol::OffsetFetchResponse r = ctx.groups.FetchOffsets(one, 7);
+    protocol::OffsetFetchResponse::Group gr;
+    gr.group_id = g.group_id;
+    gr.error_code = r.error_code;
+    for (auto& t : r.topics) {
+      protocol::OffsetFetchResponse::GroupTopic gt;
+      gt.name = std::move(t.name);
+      for (auto& p : t.partitions) {
+        gt.partitions.push_back({p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                                 std::move(p.metadata), p.error_code});
+      }
+      gr.topics.push_back(std::move(gt));
+    }
+    resp.groups.push_back(std::move(gr));
+  }
+  respond(EncodeBody(resp, req->api_version));
   return Status::OK();
 }
 
@@ -275,7 +311,7 @@ Status HandleDescribeGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Re
 Status HandleListGroups(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
   protocol::ListGroupsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
-  respond(EncodeBody(ctx.groups.ListGroups(), req->api_version));
+  respond(EncodeBody(ctx.groups.ListGroups(request), req->api_version));
   return Status::OK();
 }
 

@@ -150,6 +150,8 @@ Status HandleInitProducerId(BrokerContext& ctx, std::shared_ptr<Request> req, Re
   protocol::InitProducerIdRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::InitProducerIdResponse resp;
+  // v3+ may carry the producer's current id and epoch (KIP-360). Without a transactional id
+  // Kafka hands out a new id whatever they are, and so does silt.
   if (request.transactional_id.has_value()) {
     // Transactions are not supported: say so in a way clients treat as fatal, not retriable.
     resp.error_code = Wire(ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
@@ -200,6 +202,21 @@ Status HandleDescribeQuorum(BrokerContext& ctx, std::shared_ptr<Request> req, Re
       rt.partitions.push_back(std::move(rp));
     }
     resp.topics.push_back(std::move(rt));
+  }
+  // v2+ (KIP-853): each voter's endpoint. A silt node serves the controller's requests on its
+  // one listener, named PLAINTEXT as in its advertised.listeners.
+  if (q && q->is_ready_leader) {
+    std::vector<BrokerEndpoint> brokers = ctx.metadata.Brokers();
+    for (const QuorumVoterState& v : q->voters) {
+      protocol::DescribeQuorumResponse::Node n;
+      n.node_id = v.id.value();
+      for (const BrokerEndpoint& b : brokers) {
+        if (b.id == v.id) {
+          n.listeners.push_back({"PLAINTEXT", b.host, static_cast<uint16_t>(b.port)});
+        }
+      }
+      resp.nodes.push_back(std::move(n));
+    }
   }
   respond(EncodeBody(resp, req->api_version));
   return Status::OK();

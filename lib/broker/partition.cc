@@ -540,6 +540,9 @@ std::pair<int64_t, int64_t> LookupTimestamp(const storage::PartitionLog& log, in
 OffsetAnswer Partition::ListOffset(int64_t timestamp) const {
   constexpr int64_t kLatest = -1;
   constexpr int64_t kEarliest = -2;
+  constexpr int64_t kMaxTimestamp = -3;
+  constexpr int64_t kEarliestLocal = -4;
+  constexpr int64_t kLatestTiered = -5;
   OffsetAnswer out;
   std::shared_lock<std::shared_mutex> life(life_mu_);
   if (!log_) {
@@ -558,8 +561,29 @@ OffsetAnswer Partition::ListOffset(int64_t timestamp) const {
       return out;
     }
     out.offset = hw;
-  } else if (timestamp == kEarliest) {
+  } else if (timestamp == kEarliest || timestamp == kEarliestLocal) {
+    // With no tiered storage the earliest local offset (v8+, KIP-405) is the log start.
     out.offset = log_->log_start_offset();
+  } else if (timestamp == kLatestTiered) {
+    // v9+ (KIP-1005): nothing is tiered, so there is no such offset. Kafka answers -1.
+    out.offset = Offset(-1);
+    return out;
+  } else if (timestamp == kMaxTimestamp) {
+    // v7+ (KIP-734): the first record carrying the largest timestamp in the log. Each
+    // segment knows its largest; the record is then found as for any timestamp. Like Kafka, a
+    // record at or past the high watermark is not answered (-1).
+    int64_t max_ts = -1;
+    const Offset start = log_->log_start_offset();
+    for (const storage::SegmentInfo& seg : log_->Segments()) {
+      if (seg.next_offset > start) max_ts = std::max(max_ts, seg.largest_timestamp);
+    }
+    if (max_ts < 0) {
+      out.offset = Offset(-1);
+      return out;
+    }
+    auto [off, ts] = LookupTimestamp(*log_, max_ts, hw);
+    out.offset = Offset(off);
+    out.timestamp = ts;
   } else if (timestamp < 0) {
     out.error = ErrorCode::UNSUPPORTED_VERSION;
     return out;

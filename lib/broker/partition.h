@@ -169,8 +169,10 @@ class Partition {
   // the log end (a consumer between the high watermark and the log end gets no records and no
   // error, as in Kafka).
   PartitionRead Read(Offset offset, int64_t max_bytes, bool min_one, ReadIsolation isolation) const;
-  // ListOffsets: -1 latest (the high watermark for consumers), -2 earliest, or the first
-  // committed record whose timestamp is >= `timestamp`.
+  // ListOffsets: -1 latest (the high watermark for consumers), -2 earliest, -3 the first record
+  // with the largest timestamp, -4 earliest local (the log start: nothing is tiered), -5 latest
+  // tiered (-1: nothing is tiered), or the first committed record whose timestamp is >=
+  // `timestamp`.
   OffsetAnswer ListOffset(int64_t timestamp) const;
   // Calls fn with each whole batch's bytes from the log start up to `upper_bound`
   // (the offset store's replay, producer recovery). Stops at fn's first non-OK Status.

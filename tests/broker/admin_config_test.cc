@@ -107,16 +107,16 @@ const std::string kDefaultRetention = std::to_string(storage::LogConfig{}.retent
 
 }  // namespace
 
-TEST_CASE("ApiVersions advertises AlterConfigs 0-1, IncrementalAlterConfigs 0-1, DeleteGroups 0-1") {
+TEST_CASE("ApiVersions advertises AlterConfigs 0-2, IncrementalAlterConfigs 0-1, DeleteGroups 0-2") {
   TestBroker b;
   Client c(b.port);
   protocol::ApiVersionsResponse resp;
   c.Call(protocol::ApiVersionsRequest{}, 2, &resp);
   std::map<int16_t, std::pair<int16_t, int16_t>> got;
   for (const auto& a : resp.api_keys) got[a.api_key] = {a.min_version, a.max_version};
-  CHECK(got[33] == std::make_pair<int16_t, int16_t>(0, 1));
+  CHECK(got[33] == std::make_pair<int16_t, int16_t>(0, 2));
   CHECK(got[44] == std::make_pair<int16_t, int16_t>(0, 1));
-  CHECK(got[42] == std::make_pair<int16_t, int16_t>(0, 1));
+  CHECK(got[42] == std::make_pair<int16_t, int16_t>(0, 2));
 }
 
 TEST_CASE("IncrementalAlterConfigs sets, appends, subtracts and deletes topic configs durably") {
