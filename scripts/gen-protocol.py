@@ -7,12 +7,14 @@ SCHEMA_DIR holds Kafka's clients/src/main/resources/common/message/*.json (defau
 ../shared/kafka-message-schemas next to the repository). The schemas are read at generation
 time only. lib/protocol/codec_overrides.json says which messages are generated, the version
 range silt serves for each API, and where silt's structs differ from the snake_case of Kafka's
-names or keep a silt type. Output: lib/protocol/generated_codecs.cc (or DIR/generated_codecs.cc),
-the templated field walk of every generated message plus its Encode/Decode.
+names or keep a silt type. Output (in lib/protocol, or DIR): generated_messages.h, the struct of
+every generated message; generated_walks.h, its templated field walk; generated_codecs.cc, its
+Encode/Decode.
 
 Rules:
   - a field is walked when its versions meet the served range; the guard is Kafka's range;
-  - tagged fields are not walked: the tagged section is skipped on read and written empty;
+  - tagged fields are walked in the struct's tagged section: known tags are decoded, unknown
+    ones skipped, and each is written only when it differs from its default;
   - a string/bytes/array nullable in all of its versions is std::optional in silt's struct;
     one nullable from a later version only is a plain value, null on the wire when empty
     (the "null_as_empty" form); overrides may say otherwise per field;
