@@ -254,7 +254,8 @@ TEST_CASE("CreateTopics v7 returns the created topic's id, partitions and config
   // DeleteTopics v6: an unknown id, then the topic by its id.
   protocol::DeleteTopicsRequest del;
   del.timeout_ms = 5000;
-  del.topics.push_back({std::nullopt, *Uuid::Parse("00000000-0000-4000-8000-0000000000ff")});
+  const Uuid unknown(Uuid::Bytes{0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0xff});
+  del.topics.push_back({std::nullopt, unknown});
   protocol::DeleteTopicsResponse dr;
   c.Call(del, 6, &dr);
   REQUIRE(dr.responses.size() == 1);

@@ -60,6 +60,10 @@ void RoundTripAllVersions(const T& m, int16_t whole = -1) {
   }
 }
 
+// A topic id for the by-id versions (Fetch v13+, DeleteTopics v6).
+const silt::Uuid kTopicId(silt::Uuid::Bytes{0xb1, 0xf2, 0xc3, 0xd4, 0, 0, 0x40, 0, 0x80, 0, 0, 0,
+                                            0, 0, 0, 0x0a});
+
 std::string_view kBatch = "\x00\x00\x00\x00\x00\x00\x00\x00 pretend record batch bytes";
 
 }  // namespace
@@ -195,7 +199,7 @@ TEST_CASE("Fetch request and response round-trip at every served version") {
   FetchRequest by_id = req;
   for (auto* t : {&by_id.topics[0]}) {
     t->topic.clear();
-    t->topic_id = *silt::Uuid::Parse("b1f2c3d4-0000-4000-8000-00000000000a");
+    t->topic_id = kTopicId;
   }
   by_id.forgotten_topics_data[0].topic.clear();
   by_id.forgotten_topics_data[0].topic_id = by_id.topics[0].topic_id;
@@ -226,7 +230,7 @@ TEST_CASE("Fetch request and response round-trip at every served version") {
   // Tagged fields round-trip in flexible versions; NodeEndpoints only from v16.
   FetchResponse tagged = resp;
   tagged.responses[0].topic.clear();
-  tagged.responses[0].topic_id = *silt::Uuid::Parse("b1f2c3d4-0000-4000-8000-00000000000a");
+  tagged.responses[0].topic_id = kTopicId;
   tagged.responses[0].partitions[1].error_code = ToWire(ErrorCode::NOT_LEADER_OR_FOLLOWER);
   tagged.responses[0].partitions[1].current_leader = {.leader_id = 2, .leader_epoch = 9};
   tagged.responses[0].partitions[0].diverging_epoch = {.epoch = 3, .end_offset = 40};
@@ -450,7 +454,7 @@ TEST_CASE("CreateTopics, DeleteTopics and CreatePartitions round-trip at every s
                                            .timeout_ms = 5000}, 5);
   DeleteTopicsRequest by_id;
   by_id.topics.push_back({.name = std::nullopt,
-                          .topic_id = *silt::Uuid::Parse("b1f2c3d4-0000-4000-8000-00000000000a")});
+                          .topic_id = kTopicId});
   by_id.topics.push_back({.name = "beta", .topic_id = {}});
   by_id.timeout_ms = 100;
   CHECK(RoundTrip(by_id, 6) == by_id);
