@@ -178,21 +178,6 @@ uint32_t Decoder::TaggedCount() {
   return count;
 }
 
-void Decoder::TaggedFields() {
-  if (!flexible_ || !ok()) return;
-  uint32_t count = TaggedCount();
-  for (uint32_t i = 0; i < count && ok(); ++i) {
-    uint32_t tag = 0, size = 0;
-    Uvarint(tag);
-    Uvarint(size);
-    if (!ok()) return;
-    if (!r_.Skip(size)) {
-      Fail(Status::Truncated("tagged field " + std::to_string(tag) + " of " +
-                             std::to_string(size) + " bytes runs past the end"));
-    }
-  }
-}
-
 // ---- Encoder ----------------------------------------------------------------------------
 
 void Encoder::Count(int64_t n) {

@@ -124,8 +124,11 @@ class Decoder {
       if (!ok()) return;
     }
   }
-  // Tagged fields (flexible versions only; nothing otherwise). Unknown tags are skipped.
-  void TaggedFields();
+  // Tagged fields (flexible versions only; nothing otherwise), none of them known: every tag is
+  // skipped.
+  void TaggedFields() {
+    TaggedFields([](auto&) {});
+  }
   // Tagged fields with known tags. `fields(visitor)` names each known one as
   // `visitor.Field(tag, present, read)`; for every tag on the wire the walk is run once and the
   // matching Field's `read` decodes the value from the field's bytes. A value that reads past

@@ -156,6 +156,44 @@ TEST_CASE("unknown tagged fields are skipped on read and none are written") {
   CHECK(none.empty());
 }
 
+TEST_CASE("known tagged fields are decoded, written only off their default, and bounded by their size") {
+  // tag 1 (known, int32), tag 3 (unknown, 2 bytes), tag 4 (known, 2-byte field read as int8).
+  std::string in = Bytes({3, 1, 4, 0, 0, 0, 7, 3, 2, 'x', 'y', 4, 2, 9, 99, 42});
+  ByteReader r(in);
+  Decoder d(r, true);
+  int32_t one = -1;
+  int8_t four = -1;
+  d.TaggedFields([&](auto& tf) {
+    tf.Field(1, one != -1, [&] { d.I32(one); });
+    tf.Field(4, four != -1, [&] { d.I8(four); });  // reads less than its size: rest skipped
+  });
+  int8_t after = 0;
+  d.I8(after);
+  REQUIRE(d.ok());
+  CHECK(one == 7);
+  CHECK(four == 9);
+  CHECK(after == 42);
+
+  // A known field whose value reads past its declared size is corruption.
+  std::string over = Bytes({1, 1, 2, 0, 0, 0, 7});
+  ByteReader ro(over);
+  Decoder dov(ro, true);
+  int32_t v = 0;
+  dov.TaggedFields([&](auto& tf) { tf.Field(1, true, [&] { dov.I32(v); }); });
+  CHECK(dov.status().IsCorruption());
+
+  // Encoding writes only the fields that differ from their defaults, each with its size.
+  std::string out;
+  ByteWriter w(&out);
+  Encoder e(w, true);
+  int32_t set = 7, unset = -1;
+  e.TaggedFields([&](auto& tf) {
+    tf.Field(1, set != -1, [&] { e.I32(set); });
+    tf.Field(2, unset != -1, [&] { e.I32(unset); });
+  });
+  CHECK(out == Bytes({1, 1, 4, 0, 0, 0, 7}));
+}
+
 TEST_CASE("negative lengths other than -1 are corruption, and null in a non-nullable field too") {
   auto check = [](std::string in, bool flexible, auto read) {
     ByteReader r(in);
