@@ -18,10 +18,12 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "base/clock.h"
@@ -120,7 +122,6 @@ struct PartitionLog::Impl {
   std::function<void(Offset)> listener;       // guarded by listener_mu
   std::function<void(Offset)> roll_listener;  // guarded by listener_mu
   std::vector<Offset> pending_rolls;          // guarded by append_mu; see TakeRolls
-  std::string copy_window;  // AppendCopiedWithOffsets' read-back buffer (append_mu held)
 
   std::shared_ptr<Segment> active() const { return segments.back(); }
 
@@ -555,6 +556,116 @@ Status PReadExactly(int fd, int64_t position, size_t length, char* out, const st
   return Status::OK();
 }
 
+// Bytes copied by one copy_file_range step of AppendCopiedWithOffsets, and read back at most
+// at once by its check.
+constexpr int64_t kCopyPiece = 1 << 20;
+
+// Read-back buffers, shared by every log: a replicate goes through many logs in turn, and each
+// fresh page of a buffer costs a fault on its first touch.
+std::mutex g_windows_mu;
+std::vector<std::string> g_windows;
+
+std::string TakeWindow() {
+  std::lock_guard<std::mutex> l(g_windows_mu);
+  if (g_windows.empty()) return std::string();
+  std::string w = std::move(g_windows.back());
+  g_windows.pop_back();
+  return w;
+}
+
+void GiveWindow(std::string&& w) {
+  if (w.size() > (8 << 20)) return;  // after a very large batch
+  std::lock_guard<std::mutex> l(g_windows_mu);
+  if (g_windows.size() < 4) g_windows.push_back(std::move(w));
+}
+
+// The check of a copy staged past the published end of a segment: reads back, from the
+// segment's own file, the bytes [0, total) of the copy as they land and checks each whole batch
+// (framing, CRC, offsets increasing from `expect`; the first one's header equal to `head`, read
+// from the source before the copy). Calls to Advance must come from one thread at a time.
+class CopyChecker {
+ public:
+  struct Item {
+    size_t at;  // position in the copy
+    BatchInfo info;
+    int32_t epoch;
+    int32_t records;
+  };
+  CopyChecker(int fd, const std::string& path, int64_t start, int64_t total, Offset expect,
+              std::string_view head)
+      : fd_(fd), path_(path), start_(start), total_(total), expect_(expect), head_(head),
+        window_(TakeWindow()) {}
+  ~CopyChecker() { GiveWindow(std::move(window_)); }
+
+  // Reads back and checks the copy up to `copied` bytes (every whole batch; at the end of the
+  // copy a batch cut short is an error).
+  Status Advance(int64_t copied) {
+    while (read_ < copied) {
+      const size_t n = static_cast<size_t>(std::min(kCopyPiece, copied - read_));
+      if (window_.size() < used_ + n) window_.resize(used_ + n);
+      SILT_TRY(PReadExactly(fd_, start_ + read_, n, window_.data() + used_, path_));
+      used_ += n;
+      read_ += static_cast<int64_t>(n);
+      SILT_TRY(CheckWindow());
+    }
+    return Status::OK();
+  }
+  int64_t read() const { return read_; }
+  int64_t checked() const { return checked_; }
+  const std::vector<Item>& items() const { return items_; }
+
+ private:
+  // Checks the whole batches in window_[0, used_) and keeps the bytes of a cut one.
+  Status CheckWindow() {
+    size_t at = 0;
+    Status s;
+    while (at < used_) {
+      std::string_view rest = std::string_view(window_.data() + at, used_ - at);
+      if (read_ < total_) {
+        if (rest.size() < static_cast<size_t>(format::kLogOverhead)) break;
+        const int64_t size =
+            format::kLogOverhead +
+            static_cast<int32_t>(DecodeBE32(rest.data() + format::kBatchLengthOffset));
+        if (size > static_cast<int64_t>(rest.size()) && size <= limits_.max_batch_size) break;
+      }
+      format::BatchHeader h;
+      s = format::CheckBatchFraming(rest, limits_, &h);
+      if (s.ok() && h.base() < expect_)
+        s = Status::InvalidArgument("batch at offset " + std::to_string(h.base_offset) +
+                                    " is below the log end " + std::to_string(expect_.value()));
+      if (s.ok() && checked_ == 0 && rest.substr(0, head_.size()) != head_)
+        s = Status::OutOfRange("the source changed while it was copied (log truncated?)");
+      if (!s.ok()) return s.WithContext("copied batch at byte " + std::to_string(checked_));
+      BatchInfo info;
+      info.size = h.size();
+      info.base = h.base();
+      info.last = h.last();
+      info.max_timestamp = h.max_timestamp;
+      items_.push_back(
+          {static_cast<size_t>(checked_), info, h.partition_leader_epoch, h.records_count});
+      expect_ = h.next();
+      checked_ += h.size();
+      at += static_cast<size_t>(h.size());
+    }
+    std::memmove(window_.data(), window_.data() + at, used_ - at);
+    used_ -= at;
+    return Status::OK();
+  }
+
+  const int fd_;
+  const std::string& path_;
+  const int64_t start_;  // the copy's position in the file
+  const int64_t total_;
+  Offset expect_;
+  const std::string_view head_;
+  format::FramingLimits limits_;
+  std::string window_;  // [0, used_) holds the bytes [checked_, read_) of the copy
+  size_t used_ = 0;
+  int64_t read_ = 0;
+  int64_t checked_ = 0;
+  std::vector<Item> items_;
+};
+
 }  // namespace
 
 Result<AppendResult> PartitionLog::AppendCopiedWithOffsets(const std::vector<FileSlice>& from,
@@ -607,93 +718,94 @@ Result<AppendResult> PartitionLog::AppendCopiedWithOffsets(const std::vector<Fil
     SILT_TRY(im.NewSegmentLocked(base));
     act = im.active();
   }
-  // Copied a piece at a time; each piece is read back from this log's file right after it
-  // lands (while the pages are in the CPU's cache, into a buffer small enough to stay there)
-  // and its whole batches are checked.
+  // Copied a piece at a time; each piece is read back from this log's file once it has landed
+  // and its whole batches are checked (CopyChecker). A large copy is checked on a second
+  // thread, a piece behind the copy, so that the two overlap.
   const int64_t start = act->size();
-  const int log_fd = act->log_file()->fd();
-  struct Item {
-    size_t at;
-    BatchInfo info;
-    int32_t epoch;
-    int32_t records;
-  };
-  std::vector<Item> items;
-  Offset expect(im.log_end.load());
-  format::FramingLimits limits;
-  constexpr int64_t kPiece = 1 << 20;
-  // window[0, used) holds the bytes [checked, copied) of the staged copy.
-  std::string& window = im.copy_window;
-  size_t used = 0;
-  size_t slice = 0;
-  int64_t in_slice = 0;  // bytes of from[slice] already copied
-  int64_t copied = 0;
-  int64_t checked = 0;
-  while (checked < total) {
+  CopyChecker checker(act->log_file()->fd(), act->log_path(), start, total,
+                      Offset(im.log_end.load()), std::string_view(head, sizeof head));
+  {
+    size_t slice = 0;
+    int64_t in_slice = 0;  // bytes of from[slice] already copied
+    int64_t copied = 0;
+    // Copies the next piece (at most kCopyPiece bytes) into the active segment's staging area.
+    auto copy_piece = [&]() -> Status {
+      for (int64_t want = std::min(kCopyPiece, total - copied); want > 0;) {
+        const FileSlice& f = from[slice];
+        const int64_t n = std::min(want, f.length - in_slice);
+        SILT_TRY(act->StageCopy(f.file->fd(), f.position + in_slice, n, copied));
+        copied += n;
+        want -= n;
+        in_slice += n;
+        if (in_slice == f.length) {
+          ++slice;
+          in_slice = 0;
+        }
+      }
+      return Status::OK();
+    };
     Status s;
-    const int64_t piece_start = copied;
-    for (int64_t want = std::min(kPiece, total - copied); want > 0 && s.ok();) {
-      const FileSlice& f = from[slice];
-      const int64_t n = std::min(want, f.length - in_slice);
-      s = act->StageCopy(f.file->fd(), f.position + in_slice, n, copied);
-      copied += n;
-      want -= n;
-      in_slice += n;
-      if (in_slice == f.length) {
-        ++slice;
-        in_slice = 0;
+    if (total <= 2 * kCopyPiece) {
+      while (s.ok() && copied < total) {
+        s = copy_piece();
+        if (s.ok()) s = checker.Advance(copied);
       }
-    }
-    if (s.ok()) {
-      const size_t n = static_cast<size_t>(copied - piece_start);
-      if (window.size() < used + n) window.resize(used + n);
-      s = PReadExactly(log_fd, start + piece_start, n, window.data() + used, act->log_path());
-      used += n;
-    }
-    // Every whole batch copied so far; at the end, a cut one is an error too.
-    size_t at = 0;
-    while (s.ok() && at < used) {
-      std::string_view rest = std::string_view(window.data() + at, used - at);
-      if (copied < total) {
-        if (rest.size() < static_cast<size_t>(format::kLogOverhead)) break;
-        const int64_t size =
-            format::kLogOverhead +
-            static_cast<int32_t>(DecodeBE32(rest.data() + format::kBatchLengthOffset));
-        if (size > static_cast<int64_t>(rest.size()) && size <= limits.max_batch_size) break;
+    } else {
+      std::mutex mu;
+      std::condition_variable cv;
+      int64_t landed = 0;      // guarded by mu: copied so far
+      bool copy_over = false;  // guarded by mu: no more will land (done, or the copy failed)
+      Status check;
+      std::thread t([&] {
+        for (;;) {
+          int64_t upto;
+          {
+            std::unique_lock<std::mutex> ul(mu);
+            cv.wait(ul, [&] { return copy_over || landed > checker.read(); });
+            if (landed == checker.read()) return;  // copy_over, all of it checked
+            upto = landed;
+          }
+          check = checker.Advance(upto);
+          if (!check.ok()) {
+            std::lock_guard<std::mutex> lg(mu);
+            copy_over = true;  // tells the copy to stop
+            return;
+          }
+        }
+      });
+      while (s.ok() && copied < total) {
+        {
+          std::lock_guard<std::mutex> lg(mu);
+          if (copy_over) break;  // the check failed
+        }
+        s = copy_piece();
+        {
+          std::lock_guard<std::mutex> lg(mu);
+          landed = copied;
+          if (!s.ok()) copy_over = true;
+        }
+        cv.notify_one();
       }
-      format::BatchHeader h;
-      s = format::CheckBatchFraming(rest, limits, &h);
-      if (s.ok() && h.base() < expect)
-        s = Status::InvalidArgument("batch at offset " + std::to_string(h.base_offset) +
-                                    " is below the log end " + std::to_string(expect.value()));
-      if (s.ok() && checked == 0 && std::memcmp(rest.data(), head, sizeof head) != 0)
-        s = Status::OutOfRange("the source changed while it was copied (log truncated?)");
-      if (!s.ok()) {
-        s = s.WithContext("copied batch at byte " + std::to_string(checked));
-        break;
+      {
+        std::lock_guard<std::mutex> lg(mu);
+        copy_over = true;
       }
-      BatchInfo info;
-      info.size = h.size();
-      info.base = h.base();
-      info.last = h.last();
-      info.max_timestamp = h.max_timestamp;
-      items.push_back(
-          {static_cast<size_t>(checked), info, h.partition_leader_epoch, h.records_count});
-      expect = h.next();
-      checked += h.size();
-      at += static_cast<size_t>(h.size());
+      cv.notify_one();
+      t.join();
+      if (s.ok()) s = check;
     }
+    if (s.ok() && checker.checked() < total)
+      s = Status::Truncated("copied batch at byte " + std::to_string(checker.checked()) +
+                            ": cut short");
     if (!s.ok()) {
       (void)act->DropStaged();
       return s;
     }
-    std::memmove(window.data(), window.data() + at, used - at);
-    used -= at;
   }
-  if (window.size() > (8 << 20)) std::string().swap(window);  // after a very large batch
+  const std::vector<CopyChecker::Item>& items = checker.items();
   Offset old_end(im.log_end.load());
   std::vector<EpochEntry> starts;
-  for (const Item& it : items) starts.push_back({it.epoch, it.info.base});
+  for (const CopyChecker::Item& it : items) starts.push_back({it.epoch, it.info.base});
   const std::vector<EpochEntry> added = im.NewEpochs(starts);
   AppendResult r;
   r.base_offset = items.front().info.base;
@@ -702,7 +814,7 @@ Result<AppendResult> PartitionLog::AppendCopiedWithOffsets(const std::vector<Fil
   int64_t records = 0;         // for the flush policy: at least one per batch
   int64_t copied_records = 0;  // recordsCount summed
   for (size_t i = 0; i < items.size(); ++i) {
-    const Item& it = items[i];
+    const CopyChecker::Item& it = items[i];
     Status s;
     if (i > 0 &&
         act->ShouldRoll(it.info.size, it.info.max_timestamp, it.info.last, im.config.segment_bytes,
@@ -710,8 +822,8 @@ Result<AppendResult> PartitionLog::AppendCopiedWithOffsets(const std::vector<Fil
       // The rest belongs in a new segment: it goes there as AppendWithOffsets writes, from
       // memory (a roll comes once per segment.bytes).
       std::string rest(static_cast<size_t>(total) - it.at, '\0');
-      s = PReadExactly(log_fd, start + static_cast<int64_t>(it.at), rest.size(), rest.data(),
-                       act->log_path());
+      s = PReadExactly(act->log_file()->fd(), start + static_cast<int64_t>(it.at), rest.size(),
+                       rest.data(), act->log_path());
       if (s.ok()) s = act->DropStaged();
       for (size_t j = i; j < items.size() && s.ok(); ++j) {
         s = im.AppendOneLocked(std::string_view(rest).substr(

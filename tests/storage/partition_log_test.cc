@@ -588,6 +588,49 @@ TEST_CASE("a copied batch that fails its check where it landed is not appended")
   CHECK(dst->log_end_offset() == Offset(0));
 }
 
+TEST_CASE(
+    "a copy of several MiB is checked while it lands: whole and byte for byte, or, with a damaged "
+    "batch deep inside, not appended at all") {
+  TempDir src_dir, dst_dir;
+  auto src = OpenLog(src_dir.path(), LogConfig{});
+  AppendBatches(src.get(), 400, 10, 2000);  // about 8 MiB in batches of about 20 KiB
+  auto r = src->Read(Offset(0), INT64_MAX, Offset(INT64_MAX));
+  REQUIRE(r.ok());
+  REQUIRE(r->total_bytes > (6 << 20));
+  {
+    auto dst = OpenLog(dst_dir.path(), LogConfig{});
+    int64_t batches = 0, records = 0;
+    auto a = dst->AppendCopiedWithOffsets(r->slices, &batches, &records);
+    REQUIRE_MESSAGE(a.ok(), a.status().ToString());
+    CHECK(batches == 400);
+    CHECK(records == 4000);
+    CHECK(dst->log_end_offset() == Offset(4000));
+    CHECK(ReadAllFrom(*dst, 0) == ReadAllFrom(*src, 0));
+  }
+  // One byte of a batch about 5 MiB in flipped in the source file.
+  auto mid = src->Read(Offset(2500), 1, Offset(INT64_MAX));
+  REQUIRE(mid.ok());
+  const int64_t at = mid->slices.front().position + 100;
+  {
+    std::fstream f(src_dir / SegName(0, ".log"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(at);
+    char c = 0;
+    f.read(&c, 1);
+    c ^= 1;
+    f.seekp(at);
+    f.write(&c, 1);
+  }
+  TempDir dst2_dir;
+  auto dst2 = OpenLog(dst2_dir.path(), LogConfig{});
+  auto a = dst2->AppendCopiedWithOffsets(r->slices, nullptr, nullptr);
+  CHECK(a.status().IsCorruption());
+  CHECK(a.status().ToString().find("copied batch at byte " +
+                                   std::to_string(mid->slices.front().position)) !=
+        std::string::npos);
+  CHECK(dst2->log_end_offset() == Offset(0));
+  CHECK(std::filesystem::file_size(dst2_dir / SegName(0, ".log")) == 0);
+}
+
 TEST_CASE("leader epochs are recorded, checkpointed, truncated and answered") {
   TempDir dir;
   auto log = OpenLog(dir.path(), LogConfig{});
