@@ -38,6 +38,7 @@ struct ReplicateArgs {
   bool promote = false;
   bool allow_gaps = false;
   bool truncate_destination = false;
+  std::string fsync = "step";
   std::string format = "text";
   bool quiet = false;
 };
@@ -150,6 +151,15 @@ int Run(const ReplicateArgs& a) {
   o.allow_gaps = a.allow_gaps;
   o.truncate_destination = a.truncate_destination;
   o.checkpoint_file = a.checkpoint;
+  if (a.fsync == "end") {
+    o.fsync = replicate::FsyncMode::kEnd;
+  } else if (a.fsync == "never") {
+    o.fsync = replicate::FsyncMode::kNever;
+  }
+  if (o.fsync != replicate::FsyncMode::kStep &&
+      dst->kind != replicate::EndpointSpec::Kind::kDataDir)
+    return Fail("--fsync " + a.fsync + ": only a data dir DEST can be written without an fsync "
+                "at every step (a cluster acknowledges what it has made durable)");
   o.source_id = SourceId(*src);
   o.stop = &g_stop;
   // A data dir's step costs a few cache flushes whatever its size (a syncfs and the atomic
@@ -185,6 +195,7 @@ int Run(const ReplicateArgs& a) {
   }
 
   replicate::OpenOptions oo;
+  oo.fsync = o.fsync;
   // Copy into a cluster the way it is done into Apache Kafka even when the destination is a
   // silt cluster (re-produced batches and an offset map): for tests and comparisons.
   if (const char* v = ::getenv("SILT_REPLICATE_REPRODUCE"); v && std::string(v) == "1")
@@ -284,6 +295,11 @@ RunFn RegisterReplicate(CLI::App* sub, GlobalOptions*) {
                 "skip records the source deleted before they were copied, instead of failing");
   sub->add_flag("--truncate-destination", a->truncate_destination,
                 "cut a destination whose records differ from the source's, instead of failing");
+  sub->add_option("--fsync", a->fsync,
+                  "into a data dir, when to fsync what is copied: step (before each checkpoint; "
+                  "the default), end (once, at the end) or never (left to the page cache, as cp)")
+      ->type_name("MODE")
+      ->check(OneOf({"step", "end", "never"}));
   sub->add_option("--format", a->format,
                   "text, or json: one line per partition per second (records, bytes, lag)")
       ->check(OneOf({"text", "json"}));

@@ -121,6 +121,7 @@ _silt() {
     "replicate:--from") kind="none" ;;
     "replicate:--groups") kind="none" ;;
     "replicate:--checkpoint") kind="file" ;;
+    "replicate:--fsync") kind="enum:step end never" ;;
     "replicate:--format") kind="enum:text json" ;;
     "perf:-d"|"perf:--data-dir") kind="dir" ;;
     "perf:-b"|"perf:--bootstrap-server") kind="none" ;;
@@ -206,7 +207,7 @@ _silt() {
     "cluster") words="-h --help -d --data-dir -b --bootstrap-server -t --topic --internal --format" ;;
     "dump-segment") words="-h --help --records --format --json --shallow --iso-time" ;;
     "verify-crc") words="-h --help --repair --dry-run --format --json -q --quiet --shallow" ;;
-    "replicate") words="-h --help -t --topic --topics -f --follow --from --groups --configs --checkpoint --promote --allow-gaps --truncate-destination --format -q --quiet" ;;
+    "replicate") words="-h --help -t --topic --topics -f --follow --from --groups --configs --checkpoint --promote --allow-gaps --truncate-destination --fsync --format -q --quiet" ;;
     "perf") words="produce consume -h --help -d --data-dir -b --bootstrap-server" ;;
     "perf/produce") words="-h --help -t --topic -n --num-records -s --record-size --throughput --acks --no-idempotence -z --compression -p --partition --batch-size --linger-ms --interval-ms --format -d --data-dir -b --bootstrap-server" ;;
     "perf/consume") words="-h --help -t --topic -n --num-records -p --partition -o --offset --timeout-ms --interval-ms --format -d --data-dir -b --bootstrap-server" ;;

@@ -158,6 +158,7 @@ complete -c silt -n '__fish_seen_subcommand_from replicate' -l checkpoint -r -F 
 complete -c silt -n '__fish_seen_subcommand_from replicate' -l promote -d 'when the copy is complete, check it and make the copies writable'
 complete -c silt -n '__fish_seen_subcommand_from replicate' -l allow-gaps -d 'skip records the source deleted before they were copied, instead of failing'
 complete -c silt -n '__fish_seen_subcommand_from replicate' -l truncate-destination -d 'cut a destination whose records differ from the source\'s, instead of failing'
+complete -c silt -n '__fish_seen_subcommand_from replicate' -l fsync -x -a 'step end never' -d 'into a data dir, when to fsync what is copied: step (before each checkpoint; the default), end (once, at the end) or never (left to the page cache, as cp)'
 complete -c silt -n '__fish_seen_subcommand_from replicate' -l format -x -a 'text json' -d 'text, or json: one line per partition per second (records, bytes, lag)'
 complete -c silt -n '__fish_seen_subcommand_from replicate' -s q -l quiet -d 'print nothing but errors'
 complete -c silt -n '__fish_use_subcommand' -a perf -d 'measure produce and consume rates and latencies, like Kafka\'s perf-test tools'

@@ -427,6 +427,7 @@ _silt_replicate() {
     '--promote[when the copy is complete, check it and make the copies writable]'
     '--allow-gaps[skip records the source deleted before they were copied, instead of failing]'
     '--truncate-destination[cut a destination whose records differ from the source'\''s, instead of failing]'
+    '--fsync[into a data dir, when to fsync what is copied: step (before each checkpoint; the default), end (once, at the end) or never (left to the page cache, as cp)]:value:(step end never)'
     '--format[text, or json: one line per partition per second (records, bytes, lag)]:value:(text json)'
     '-q[print nothing but errors]'
     '--quiet[print nothing but errors]'

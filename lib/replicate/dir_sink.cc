@@ -134,10 +134,17 @@ constexpr int64_t kBackgroundWritebackBytes = 2 << 20;
 
 class DirSink final : public Sink {
  public:
-  DirSink(std::string path, std::unique_ptr<storage::DataDir> dir)
-      : path_(std::move(path)), dir_(std::move(dir)) {}
+  DirSink(std::string path, std::unique_ptr<storage::DataDir> dir, FsyncMode fsync)
+      : path_(std::move(path)), dir_(std::move(dir)), fsync_(fsync) {}
   ~DirSink() override {
     writeback_.Drain();
+    if (fsync_ == FsyncMode::kNever) {
+      // No fsync, so no clean-shutdown marker: the next open rescans (and fsyncs) what was
+      // written since the recovery points, which are stored as they are (they move only when
+      // a log is fsynced, so they claim nothing this run left to the page cache).
+      (void)dir_->Checkpoint();
+      return;
+    }
     // Close() flushes every log in turn; the written ones are flushed here first, at once,
     // so that Close() finds little left to wait for.
     std::vector<storage::PartitionLog*> logs(written_.begin(), written_.end());
@@ -185,6 +192,12 @@ class DirSink final : public Sink {
     Track(log);
     if (log->recovery_point() < log->log_end_offset()) dirty_.insert(log);
     return log->log_end_offset();
+  }
+
+  Result<Offset> DurableEnd(const std::string& topic, int32_t partition) override {
+    SILT_ASSIGN_OR_RETURN(storage::PartitionLog * log, dir_->Partition(topic, partition));
+    Track(log);
+    return synced_[log].end;
   }
 
   Result<Offset> LogStart(const std::string& topic, int32_t partition) override {
@@ -350,7 +363,7 @@ class DirSink final : public Sink {
     written_.insert(log);
     int64_t& pending = unflushed_[log];
     pending += bytes;
-    if (pending >= kBackgroundWritebackBytes) {
+    if (pending >= kBackgroundWritebackBytes && fsync_ != FsyncMode::kNever) {
       pending = 0;
       auto segs = log->Segments();
       if (!segs.empty()) writeback_.Kick(segs.back().log_path);
@@ -373,6 +386,7 @@ class DirSink final : public Sink {
   std::string path_;
   std::unique_ptr<storage::DataDir> dir_;
   std::unique_ptr<offsets::LocalOffsets> offsets_;
+  const FsyncMode fsync_;
   std::set<storage::PartitionLog*> dirty_;
   std::set<storage::PartitionLog*> written_;  // every log appended to since the open
   std::map<storage::PartitionLog*, int64_t> unflushed_;
@@ -401,7 +415,7 @@ std::string CheckpointFileName(const std::string& source_id) {
   return out + ".checkpoint";
 }
 
-Result<std::unique_ptr<Sink>> OpenDirSink(const std::string& path) {
+Result<std::unique_ptr<Sink>> OpenDirSink(const std::string& path, FsyncMode fsync) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     std::string parent = path;
@@ -420,7 +434,7 @@ Result<std::unique_ptr<Sink>> OpenDirSink(const std::string& path) {
   if ((*dir)->read_only())
     return Status::InvalidArgument("destination " + path +
                                    " opens read-only (a copy of a Kafka broker's directory?)");
-  return std::unique_ptr<Sink>(new DirSink(path, std::move(dir).value()));
+  return std::unique_ptr<Sink>(new DirSink(path, std::move(dir).value(), fsync));
 }
 
 }  // namespace silt::replicate

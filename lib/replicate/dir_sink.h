@@ -17,8 +17,12 @@ namespace silt::replicate {
 // checkpoint of a source is `<path>/silt-replicate/<source-id>.checkpoint` (Kafka's offset
 // checkpoint format: `topic partition next-source-offset` lines), replaced atomically. Group
 // offsets go to the dir's __consumer_offsets (a data dir has no live members). The directory is
-// closed cleanly (the clean-shutdown marker) when the sink is destroyed.
-Result<std::unique_ptr<Sink>> OpenDirSink(const std::string& path);
+// closed cleanly (every log fsynced, the clean-shutdown marker) when the sink is destroyed,
+// except with FsyncMode::kNever: then nothing is fsynced, no writeback is started, and the
+// directory is left as a crash would leave it, for its next open to check what was written.
+// DurableEnd is where a partition was last fsynced (by Flush, or as the open found it).
+Result<std::unique_ptr<Sink>> OpenDirSink(const std::string& path,
+                                          FsyncMode fsync = FsyncMode::kStep);
 
 // The checkpoint file name of `source_id` (characters outside [A-Za-z0-9._-] as %XX).
 std::string CheckpointFileName(const std::string& source_id);

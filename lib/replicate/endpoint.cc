@@ -46,7 +46,7 @@ Result<std::unique_ptr<Source>> OpenSource(const EndpointSpec& spec, const OpenO
 }
 
 Result<std::unique_ptr<Sink>> OpenSink(const EndpointSpec& spec, const OpenOptions& options) {
-  if (spec.kind == EndpointSpec::Kind::kDataDir) return OpenDirSink(spec.dir);
+  if (spec.kind == EndpointSpec::Kind::kDataDir) return OpenDirSink(spec.dir, options.fsync);
   return MakeClusterSink(spec, options);
 }
 

@@ -106,6 +106,21 @@ class Source {
   virtual void Recycle(std::string&& /*buffer*/) {}
 };
 
+// When `silt replicate` makes what it copied into a data dir durable (`--fsync`):
+//   kStep  — at every step: the appended segment bytes are fsynced before the checkpoint that
+//            covers them is stored, so a crash of the machine loses at most the step under way;
+//   kEnd   — once, when the run ends (finished, interrupted or failed): everything is fsynced
+//            before the last checkpoint and the clean close; a crash of the machine before that
+//            may lose any of the run's bytes, never more than a kill would (a rerun resumes);
+//   kNever — never, as cp and rsync do: the bytes stay in the page cache for the kernel to
+//            write back; the destination is closed without its clean-shutdown marker, so the
+//            next open of it checks what was written as after a crash (and fsyncs it).
+// Whatever the mode, a checkpoint never claims a copy of records that could be lost while the
+// checkpoint is not (Replicator: a partition with no durable record is checkpointed at its
+// destination's first offset), and a kill of the process loses nothing the page cache holds.
+// A cluster destination is always kStep (acks=all).
+enum class FsyncMode { kStep, kEnd, kNever };
+
 // How a Sink places batches.
 enum class Placement {
   kPreservesOffsets,  // batches land at their own offsets (a data dir, a silt cluster)
@@ -117,6 +132,7 @@ struct CheckpointEntry {
   std::string topic;
   int32_t partition = 0;
   Offset source_next;  // the next source offset to copy
+  bool operator==(const CheckpointEntry&) const = default;
 };
 
 struct AppendOutcome {
@@ -163,6 +179,12 @@ class Sink {
   }
   // Makes every Append so far durable (fsync for a data dir, acks=all for a cluster).
   virtual Status Flush() = 0;
+  // The offset below which a partition's records survive a crash of the machine: the log end
+  // after Flush(); for a data dir written without Flush, where its segments were last fsynced
+  // (by a Flush, or as its open found them). The default: every append is durable.
+  virtual Result<Offset> DurableEnd(const std::string& topic, int32_t partition) {
+    return LogEnd(topic, partition);
+  }
   // Drops every record at or after `offset` of a partition (a batch holding it goes whole), for
   // `--truncate-destination` after a divergence; durable when it returns. Unsupported where the
   // destination cannot (the default).
@@ -200,6 +222,9 @@ struct OpenOptions {
   // For a cluster sink: treat it as a broker without silt's offset-preserving append even if it
   // has one (tests the Kafka path against silt).
   bool force_reproduce = false;
+  // For a data dir sink: kNever starts no writeback and leaves the directory without its
+  // clean-shutdown marker at close (nothing was fsynced); kStep and kEnd fsync at close.
+  FsyncMode fsync = FsyncMode::kStep;
 };
 Result<std::unique_ptr<Source>> OpenSource(const EndpointSpec& spec, const OpenOptions& options);
 Result<std::unique_ptr<Sink>> OpenSink(const EndpointSpec& spec, const OpenOptions& options);

@@ -449,15 +449,40 @@ Status Replicator::CopyOnce(Part* p, bool* progressed, int wait_ms) {
   return Status::OK();
 }
 
-Status Replicator::Commit() {
-  if (dirty_) {
+// Where a partition's checkpoint may say its copy stands. While appends are not durable
+// (dirty_), a partition none of whose records is durable at the destination may lose its whole
+// copy in a crash of the machine while the checkpoint survives: the checkpoint then names where
+// the destination begins, so that a rerun that finds it empty starts there again (it would
+// otherwise start at the checkpoint and leave a gap). Anywhere else a rerun goes on at the
+// destination's end, whatever the checkpoint says (Prepare).
+Result<Offset> Replicator::CheckpointOf(const Part& p) {
+  if (!dirty_ || p.dest_empty || sink_->placement() != Placement::kPreservesOffsets)
+    return p.next;
+  SILT_ASSIGN_OR_RETURN(Offset durable, sink_->DurableEnd(p.topic, p.partition));
+  SILT_ASSIGN_OR_RETURN(Offset start, sink_->LogStart(p.topic, p.partition));
+  if (durable > start) return p.next;
+  return std::min(start, p.next);
+}
+
+Status Replicator::Commit(bool last) {
+  const bool flush = options_.fsync == FsyncMode::kStep ||
+                     (last && options_.fsync == FsyncMode::kEnd);
+  if (dirty_ && flush) {
     SILT_TRY(sink_->Flush());
     dirty_ = false;
+    checkpoint_changed_ = true;  // a checkpoint held back by CheckpointOf may move now
   }
   if (!checkpoint_changed_) return Status::OK();
-  for (const auto& p : parts_) checkpoint_[{p->topic, p->partition}] = p->next;
+  for (const auto& p : parts_) {
+    SILT_ASSIGN_OR_RETURN(Offset at, CheckpointOf(*p));
+    checkpoint_[{p->topic, p->partition}] = at;
+  }
   std::vector<CheckpointEntry> entries;
   for (const auto& [tp, off] : checkpoint_) entries.push_back({tp.first, tp.second, off});
+  if (entries == stored_) {  // (a step that could not move a held-back checkpoint)
+    checkpoint_changed_ = false;
+    return Status::OK();
+  }
   if (!options_.checkpoint_file.empty()) {
     storage::OffsetCheckpointMap m;
     for (const auto& e : entries) m[{e.topic, e.partition}] = e.source_next.value();
@@ -465,6 +490,7 @@ Status Replicator::Commit() {
   } else {
     SILT_TRY(sink_->StoreCheckpoint(options_.source_id, entries));
   }
+  stored_ = std::move(entries);
   checkpoint_changed_ = false;
   return Status::OK();
 }
@@ -590,6 +616,9 @@ Status Replicator::Run() {
     SILT_ASSIGN_OR_RETURN(auto entries, sink_->LoadCheckpoint(options_.source_id));
     for (const auto& e : entries) checkpoint_[{e.topic, e.partition}] = e.source_next;
   }
+  if (options_.fsync != FsyncMode::kStep && sink_->placement() != Placement::kPreservesOffsets)
+    return Status::InvalidArgument("a destination that reproduces batches is made durable at "
+                                   "every step: only a data dir takes another fsync mode");
   SILT_TRY(Rescan(true));
   // A prepared start (a crash's leftovers adopted, a gap skipped) is worth a checkpoint, and
   // adopted leftovers must be durable before one covers them.
@@ -614,7 +643,7 @@ Status Replicator::Run() {
       progressed |= moved;
       step_bytes += p->bytes - before;
       if (step_bytes >= options_.step_bytes) {
-        failure = Commit();
+        failure = Commit(false);
         if (!failure.ok()) break;
         step_bytes = 0;
         step_start = MonotonicMs();
@@ -623,7 +652,7 @@ Status Replicator::Run() {
     if (!failure.ok()) break;
     const int64_t now = MonotonicMs();
     if (!progressed || now - step_start >= options_.step_ms) {
-      failure = Commit();
+      failure = Commit(false);
       if (!failure.ok()) break;
       step_bytes = 0;
       step_start = now;
@@ -659,7 +688,7 @@ Status Replicator::Run() {
     }
   }
   summary_.stopped = stopped();
-  Status committed = Commit();
+  Status committed = Commit(true);
   if (!failure.ok()) return failure;
   SILT_TRY(committed);
   SILT_TRY(CopyGroups());

@@ -12,6 +12,10 @@
 //   - the destination is ahead of the checkpoint (a copy killed between append and checkpoint):
 //     those records are compared with the source's and the copy goes on after them, so there is
 //     no duplicate and no gap;
+//   - the destination is behind the checkpoint (a crash of the machine lost bytes that were
+//     never fsynced, `fsync` other than kStep): the copy goes on at the destination's own end,
+//     which its recovery cut at the last whole batch; an empty destination starts at the
+//     checkpoint, which for such a partition is never past the destination's first offset;
 //   - an Append refused because the destination's end moved (another writer, a retry): the same
 //     comparison from the end the sink reports.
 // Thread-safety: none; Run() uses the Source and Sink from the calling thread only. `stop` may
@@ -69,6 +73,13 @@ struct ReplicatorOptions {
   // When set, the checkpoint is this file (Kafka's offset checkpoint format) instead of the
   // sink's own.
   std::string checkpoint_file;
+  // When the sink's Flush is called (endpoint.h): before each step's checkpoint (kStep), only
+  // before the last one (kEnd), or never. Checkpoints stored before a Flush never name, for a
+  // partition none of whose records is durable at the destination, more than where the
+  // destination begins (Sink::DurableEnd, Sink::LogStart): a crash of the machine that loses
+  // the partition's copy whole then leaves a checkpoint that starts it again, not one past a
+  // gap. Other modes than kStep need an offset-preserving sink.
+  FsyncMode fsync = FsyncMode::kStep;
   int64_t chunk_bytes = 8 << 20;   // one read of one partition; bounds memory per partition
   int64_t step_bytes = 64 << 20;   // a Flush and a checkpoint after this much ...
   int64_t step_ms = 1000;          // ... or this long
@@ -118,7 +129,8 @@ class Replicator {
   Status CopyOnce(Part* p, bool* progressed, int wait_ms);
   Status CopyFilesOnce(Part* p, bool* progressed, int wait_ms, bool* handled);
   Status HandleGap(Part* p);
-  Status Commit();
+  Status Commit(bool last);
+  Result<Offset> CheckpointOf(const Part& p);
   Status CopyGroups();
   Status PromoteAll();
   bool Matches(const std::string& topic) const;
@@ -131,8 +143,9 @@ class Replicator {
   std::vector<std::unique_ptr<Part>> parts_;
   std::map<std::string, int32_t> topics_;  // copied topics -> partitions prepared
   std::map<std::string, std::map<std::pair<std::string, int32_t>, int64_t>> groups_done_;
-  bool dirty_ = false;          // appended since the last Commit
+  bool dirty_ = false;          // appended since the last Flush
   bool checkpoint_changed_ = false;
+  std::vector<CheckpointEntry> stored_;  // as last stored by this run
   bool copy_files_ = true;  // until the source or the sink says it cannot copy file to file
   Summary summary_;
 };

@@ -189,6 +189,52 @@ assert_eq "$cp_at" "$(records_in bigint big)" "the checkpoint is where the copy 
 expect_ok "resume after SIGINT" "$SILT" replicate big bigint
 same_partition big/big-0 bigint/big-0 "resumed after SIGINT"
 
+# ---- --fsync: end and never copy the same bytes; a kill -9 of a run without fsync resumes ------
+expect_ok "--fsync end" "$SILT" replicate big bigend --fsync end
+same_partition big/big-0 bigend/big-0 "--fsync end"
+if [ -e bigend/clean-shutdown ]; then pass; else fail "--fsync end: not closed cleanly"; fi
+expect_ok "--fsync never" "$SILT" replicate big bignever --fsync=never
+same_partition big/big-0 bignever/big-0 "--fsync never"
+if [ -e bignever/clean-shutdown ]; then
+  fail "--fsync never left a clean-shutdown marker (its next open would trust unsynced bytes)"
+else
+  pass
+fi
+assert_eq 0 "$(awk 'NR==3 {print $3}' bignever/silt-replicate/*.checkpoint)" \
+  "--fsync never: the checkpoint claims no record that was never fsynced"
+# A copy without fsync is too quick to kill in the middle of: this one follows a source that a
+# producer is still writing, and is killed while it copies.
+seq 1 1200000 | awk '{printf "%s-%0100d\n",$1,$1}' | "$SILT" produce -d grow -t grow -p 0 &
+ppid=$!
+wait_for 30 test -s grow/grow-0/00000000000000000000.log || fail "the producer wrote nothing"
+SILT_REPLICATE_STEP_BYTES=65536 "$SILT" replicate grow grow9 -q --follow --fsync never &
+pid=$!
+wait_for 30 sh -c '[ "$(stat -c %s grow9/grow-0/00000000000000000000.log)" -gt 2000000 ]' ||
+  fail "--fsync never: nothing copied"
+if kill -0 "$ppid" 2>/dev/null; then pass; else fail "the producer was done before the kill"; fi
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+assert_eq 137 "$?" "--fsync never: killed while copying"
+wait "$ppid" || fail "produce grow"
+expect_ok "resume --fsync never after kill -9" "$SILT" replicate grow grow9 --fsync never
+same_partition grow/grow-0 grow9/grow-0 "--fsync never, resumed after kill -9"
+assert_eq 1200000 "$(records_in grow9 grow)" "--fsync never after kill -9: no duplicate, no gap"
+# A crash of the machine may keep the checkpoint and lose the tail of the data: the segment
+# cut in the middle of a batch, and no clean-shutdown marker. The rerun goes on at the end the
+# destination's recovery finds, not at the checkpoint.
+seg=$(ls bigend/big-0/*.log | tail -1)
+truncate -s $(($(stat -c %s "$seg") - 3000000)) "$seg"
+rm -f bigend/clean-shutdown
+assert_eq 1600000 "$(awk 'NR==3 {print $3}' bigend/silt-replicate/*.checkpoint)" \
+  "the checkpoint is ahead of the cut destination"
+expect_ok "rerun after the destination lost its tail" "$SILT" replicate big bigend --fsync end
+assert_not_contains "$OUT" "copied 0 records" "the lost tail is copied again"
+same_partition big/big-0 bigend/big-0 "a destination that lost its tail, copied again"
+assert_eq 1600000 "$(records_in bigend big)" "a destination that lost its tail: no duplicate, no gap"
+run "$SILT" replicate big kafka://127.0.0.1:1 --fsync never
+assert_eq 2 "$RC" "--fsync never into a cluster is a usage error"
+assert_contains "$ERR" "only a data dir DEST" "--fsync into a cluster: the reason"
+
 # ---- --follow: new records and a new topic -----------------------------------------------------
 seq 1 5 | "$SILT" produce -d fsrc -t live
 "$SILT" replicate fsrc fdst --follow --format json >follow.out 2>follow.err &

@@ -93,6 +93,8 @@ class FakeSink : public Sink {
   int appends = 0;
   int fail_at_append = -1;  // the n-th append (from 0) fails, as a crash would
   std::vector<GroupOffsets> committed;
+  std::map<std::pair<std::string, int32_t>, size_t> durable;  // batches flushed, per partition
+  std::vector<std::vector<CheckpointEntry>> stored;            // every checkpoint, in order
 
   Placement placement() const override { return Placement::kPreservesOffsets; }
   Result<std::vector<TopicDesc>> ListTopics() override { return std::vector<TopicDesc>{}; }
@@ -125,9 +127,32 @@ class FakeSink : public Sink {
     out.log_end = l.End();
     return out;
   }
+  Result<Offset> LogStart(const std::string& topic, int32_t partition) override {
+    return logs.at(topic).at(partition).log_start;
+  }
   Status Flush() override {
     ++flushes;
+    for (const auto& [topic, parts] : logs)
+      for (size_t p = 0; p < parts.size(); ++p)
+        durable[{topic, static_cast<int32_t>(p)}] = parts[p].batches.size();
     return Status::OK();
+  }
+  // Where the last Flush left each partition (nothing durable before the first).
+  Result<Offset> DurableEnd(const std::string& topic, int32_t partition) override {
+    const FakeLog& l = logs.at(topic).at(partition);
+    auto it = durable.find({topic, partition});
+    if (it == durable.end() || it->second == 0) return l.log_start;
+    return NextOf(l.batches[it->second - 1]);
+  }
+  // A crash of the machine: every batch appended since the last Flush is lost (a partition
+  // that loses all of them loses its start too: its first segment file never made it).
+  void Crash() {
+    for (auto& [topic, parts] : logs)
+      for (size_t p = 0; p < parts.size(); ++p) {
+        const size_t keep = durable[{topic, static_cast<int32_t>(p)}];
+        parts[p].batches.resize(std::min(parts[p].batches.size(), keep));
+        if (parts[p].batches.empty()) parts[p].log_start = Offset(0);
+      }
   }
   Status TruncateTo(const std::string& topic, int32_t partition, Offset offset) override {
     FakeLog& l = logs.at(topic).at(partition);
@@ -139,6 +164,7 @@ class FakeSink : public Sink {
   }
   Status StoreCheckpoint(const std::string&, const std::vector<CheckpointEntry>& e) override {
     checkpoint = e;
+    stored.push_back(e);
     return Status::OK();
   }
   Result<Offset> TranslateOffset(const std::string& topic, int32_t partition,
@@ -226,6 +252,94 @@ TEST_CASE("a destination ahead of its checkpoint goes on after its own end once 
   CHECK(sink.logs["t"][0].batches == src.logs["t"][0].batches);
   CHECK(r.summary().batches == 2);  // only the two missing ones
   CHECK(CheckpointOf(sink, "t", 0) == Offset(18));
+}
+
+TEST_CASE("a destination behind its checkpoint (bytes a crash lost) goes on at its own end") {
+  FakeSource src = SourceOf(6);
+  FakeSink sink;
+  REQUIRE(Replicator(&src, &sink, SmallSteps()).Run().ok());
+  CHECK(CheckpointOf(sink, "t", 0) == Offset(18));
+  // The last two batches are gone (the disk lost them); the checkpoint still says 18.
+  sink.logs["t"][0].batches.resize(4);
+  Replicator r(&src, &sink, SmallSteps());
+  REQUIRE(r.Run().ok());
+  CHECK(sink.logs["t"][0].batches == src.logs["t"][0].batches);
+  CHECK(r.summary().batches == 2);
+  CHECK(CheckpointOf(sink, "t", 0) == Offset(18));
+}
+
+TEST_CASE(
+    "without an fsync at each step, a partition with nothing durable is checkpointed at its "
+    "destination's start, so a crash that loses its whole copy starts it again without a gap") {
+  FakeSource src = SourceOf(6);
+  src.logs["t"][0].batches.erase(src.logs["t"][0].batches.begin());  // starts at 3
+  src.logs["t"][0].log_start = Offset(3);
+  FakeSink sink;
+  ReplicatorOptions o = SmallSteps();
+  o.fsync = FsyncMode::kNever;
+  Replicator r(&src, &sink, o);
+  REQUIRE(r.Run().ok());
+  CHECK(sink.flushes == 0);
+  CHECK(sink.logs["t"][0].batches == src.logs["t"][0].batches);
+  REQUIRE_FALSE(sink.stored.empty());
+  for (const auto& cp : sink.stored) CHECK(cp.at(0).source_next == Offset(3));
+  sink.Crash();
+  REQUIRE(sink.logs["t"][0].batches.empty());
+  Replicator again(&src, &sink, o);
+  REQUIRE(again.Run().ok());
+  CHECK(sink.logs["t"][0].batches == src.logs["t"][0].batches);
+  CHECK(again.summary().batches == 5);
+}
+
+TEST_CASE(
+    "without an fsync at each step, a partition with durable records keeps its checkpoint, and "
+    "a crash that cuts the copy back resumes at the destination's end") {
+  FakeSource src = SourceOf(3);
+  FakeSink sink;
+  REQUIRE(Replicator(&src, &sink, SmallSteps()).Run().ok());  // durable: 0..8
+  for (int i = 3; i < 7; ++i) src.logs["t"][0].batches.push_back(Batch(i * 3, 3));
+  ReplicatorOptions o = SmallSteps();
+  o.fsync = FsyncMode::kNever;
+  const int flushes = sink.flushes;
+  REQUIRE(Replicator(&src, &sink, o).Run().ok());
+  CHECK(sink.flushes == flushes);
+  CHECK(CheckpointOf(sink, "t", 0) == Offset(21));
+  sink.Crash();  // back to 0..8, the checkpoint ahead at 21
+  REQUIRE(sink.logs["t"][0].batches.size() == 3);
+  Replicator again(&src, &sink, o);
+  REQUIRE(again.Run().ok());
+  CHECK(sink.logs["t"][0].batches == src.logs["t"][0].batches);
+  CHECK(again.summary().batches == 4);
+}
+
+TEST_CASE("with an fsync at the end only, one flush comes before the last checkpoint") {
+  FakeSource src = SourceOf(5);
+  FakeSink sink;
+  ReplicatorOptions o = SmallSteps();
+  o.fsync = FsyncMode::kEnd;
+  Replicator r(&src, &sink, o);
+  REQUIRE(r.Run().ok());
+  CHECK(sink.flushes == 1);
+  CHECK(sink.logs["t"][0].batches == src.logs["t"][0].batches);
+  REQUIRE(sink.stored.size() >= 2);
+  for (size_t i = 0; i + 1 < sink.stored.size(); ++i)
+    CHECK(sink.stored[i].at(0).source_next == Offset(0));
+  CHECK(CheckpointOf(sink, "t", 0) == Offset(15));
+  // Stopped in the middle: the flush and the checkpoint of where the copy stopped.
+  FakeSource more = SourceOf(8);
+  FakeSink half;
+  std::atomic<bool> stop{false};
+  o.stop = &stop;
+  o.on_progress = [&](const Progress& pr) {
+    if (pr.partitions.at(0).next >= Offset(9)) stop = true;
+  };
+  o.progress_ms = 0;
+  Replicator s(&more, &half, o);
+  REQUIRE(s.Run().ok());
+  CHECK(s.summary().stopped);
+  CHECK(half.flushes == 1);
+  CHECK(CheckpointOf(half, "t", 0) == NextOf(half.logs["t"][0].batches.back()));
+  CHECK(CheckpointOf(half, "t", 0) < Offset(24));
 }
 
 TEST_CASE("a destination whose records after the checkpoint differ from the source's stops the copy") {
