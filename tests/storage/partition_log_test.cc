@@ -589,8 +589,8 @@ TEST_CASE("a copied batch that fails its check where it landed is not appended")
 }
 
 TEST_CASE(
-    "a copy of several MiB is checked while it lands: whole and byte for byte, or, with a damaged "
-    "batch deep inside, not appended at all") {
+    "a copy of several MiB, checked a piece at a time, lands whole and byte for byte, or, with "
+    "a damaged batch deep inside, not at all") {
   TempDir src_dir, dst_dir;
   auto src = OpenLog(src_dir.path(), LogConfig{});
   AppendBatches(src.get(), 400, 10, 2000);  // about 8 MiB in batches of about 20 KiB
