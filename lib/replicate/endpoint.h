@@ -140,6 +140,19 @@ struct AppendOutcome {
   Offset log_end;         // the destination's log end after the call (either way)
 };
 
+// One partition's share of Sink::AppendFilesEach: the arguments of an AppendFiles, and what it
+// gave.
+struct FileAppend {
+  std::string topic;
+  int32_t partition = 0;
+  Offset expected;
+  std::vector<FileSlice> files;
+  Status status;          // the outcome, when OK
+  AppendOutcome outcome;
+  int64_t batches = 0;    // appended
+  int64_t records = 0;
+};
+
 class Sink {
  public:
   virtual ~Sink() = default;
@@ -176,6 +189,19 @@ class Sink {
                                             const std::vector<FileSlice>& /*files*/,
                                             int64_t* /*batches*/, int64_t* /*records*/) {
     return Status::Unsupported("the destination is not a data dir");
+  }
+  // AppendFiles of each of `appends` (distinct partitions), each with its own outcome, as if
+  // called in turn; a sink that can runs them at once on a few threads. The default calls
+  // AppendFiles for each.
+  virtual void AppendFilesEach(std::vector<FileAppend>* appends) {
+    for (FileAppend& a : *appends) {
+      auto r = AppendFiles(a.topic, a.partition, a.expected, a.files, &a.batches, &a.records);
+      if (r.ok()) {
+        a.outcome = *r;
+      } else {
+        a.status = r.status();
+      }
+    }
   }
   // Makes every Append so far durable (fsync for a data dir, acks=all for a cluster).
   virtual Status Flush() = 0;

@@ -308,20 +308,58 @@ Status Replicator::VerifyTail(Part* p, Offset from, Offset to, Offset* dest_end)
 
 // From a data dir into a data dir: the chunk goes file to file (Source::ReadFiles,
 // Sink::AppendFiles), never through this process's memory; the sink checks the batches where
-// they land. Anything out of the ordinary (no batch to copy, a first batch that starts before
-// where the copy stands, a wait for more) is left to the ordinary path: *handled stays false.
-Status Replicator::CopyFilesOnce(Part* p, bool* progressed, int wait_ms, bool* handled) {
-  *handled = false;
-  if (wait_ms > 0 || sink_->placement() != Placement::kPreservesOffsets) return Status::OK();
+// they land. PlanFiles finds the chunk; anything out of the ordinary (no batch to copy, a first
+// batch that starts before where the copy stands, a wait for more, an end that cannot) is left
+// to the ordinary path: it returns false.
+bool Replicator::PlanFiles(Part* p, int wait_ms, FileChunk* chunk) {
+  if (wait_ms > 0 || sink_->placement() != Placement::kPreservesOffsets) return false;
   auto fc = source_->ReadFiles(p->topic, p->partition, p->next, options_.chunk_bytes);
   if (!fc.ok()) {
     if (fc.status().code() == Status::Code::kUnsupported) copy_files_ = false;
-    return Status::OK();  // errors and gaps are reported by the ordinary path
+    return false;  // errors and gaps are reported by the ordinary path
   }
-  if (fc->files.empty()) return Status::OK();
-  if (!p->dest_empty && fc->first_base != p->expected) return Status::OK();
+  if (fc->files.empty()) return false;
+  if (!p->dest_empty && fc->first_base != p->expected) return false;
+  *chunk = std::move(fc).value();
+  return true;
+}
+
+// Where the copy of `p` stands after the sink appended `chunk` (`bytes` of it) file to file.
+Status Replicator::FilesAppended(Part* p, const FileChunk& chunk, int64_t bytes,
+                                 const AppendOutcome& out, int64_t batches, int64_t records) {
+  p->source_end = chunk.bounds.end;
+  p->log_start = chunk.bounds.log_start;
+  p->stalled = false;
+  if (!out.appended) {
+    // The destination's end moved under us: compare what it now holds with the source.
+    Offset dest_end = out.log_end;
+    if (dest_end > p->expected) SILT_TRY(VerifyTail(p, p->expected, dest_end, &dest_end));
+    p->expected = dest_end;
+    p->next = dest_end;
+    p->dest_empty = dest_end == Offset(0);
+    return Status::OK();
+  }
+  p->records += records;
+  p->bytes += bytes;
+  p->batches += batches;
+  summary_.records += records;
+  summary_.bytes += bytes;
+  summary_.batches += batches;
+  p->dest_empty = false;
+  p->next = chunk.next_offset;
+  p->expected = out.log_end;
+  if (p->next >= p->source_end) p->caught_up_ms = MonotonicMs();
+  dirty_ = true;
+  checkpoint_changed_ = true;
+  return Status::OK();
+}
+
+Status Replicator::CopyFilesOnce(Part* p, bool* progressed, int wait_ms, bool* handled) {
+  *handled = false;
+  FileChunk fc;
+  if (!PlanFiles(p, wait_ms, &fc)) return Status::OK();
   int64_t batches = 0, records = 0;
-  auto out = sink_->AppendFiles(p->topic, p->partition, p->expected, fc->files, &batches, &records);
+  auto out = sink_->AppendFiles(p->topic, p->partition, p->expected, fc.files, &batches, &records);
   if (!out.ok()) {
     if (out.status().code() == Status::Code::kUnsupported) {
       copy_files_ = false;
@@ -331,33 +369,54 @@ Status Replicator::CopyFilesOnce(Part* p, bool* progressed, int wait_ms, bool* h
   }
   *handled = true;
   *progressed = true;
-  p->source_end = fc->bounds.end;
-  p->log_start = fc->bounds.log_start;
-  p->stalled = false;
-  if (!out->appended) {
-    // The destination's end moved under us: compare what it now holds with the source.
-    Offset dest_end = out->log_end;
-    if (dest_end > p->expected) SILT_TRY(VerifyTail(p, p->expected, dest_end, &dest_end));
-    p->expected = dest_end;
-    p->next = dest_end;
-    p->dest_empty = dest_end == Offset(0);
-    return Status::OK();
-  }
   int64_t bytes = 0;
-  for (const auto& f : fc->files) bytes += f.length;
-  p->records += records;
-  p->bytes += bytes;
-  p->batches += batches;
-  summary_.records += records;
-  summary_.bytes += bytes;
-  summary_.batches += batches;
-  p->dest_empty = false;
-  p->next = fc->next_offset;
-  p->expected = out->log_end;
-  if (p->next >= p->source_end) p->caught_up_ms = MonotonicMs();
-  dirty_ = true;
-  checkpoint_changed_ = true;
-  return Status::OK();
+  for (const auto& f : fc.files) bytes += f.length;
+  return FilesAppended(p, fc, bytes, *out, batches, records);
+}
+
+// One chunk of every partition that has one to copy file to file, handed to the sink at once
+// (Sink::AppendFilesEach: a data dir copies several partitions in parallel); (*handled)[i] is
+// set for each part of parts_ copied so. The outcome of every append that was made is taken
+// in before the first error is returned.
+Status Replicator::CopyFilesRound(std::vector<bool>* handled, bool* progressed) {
+  std::vector<FileChunk> chunks;
+  std::vector<size_t> which;
+  std::vector<FileAppend> appends;
+  for (size_t i = 0; i < parts_.size() && copy_files_; ++i) {
+    Part* p = parts_[i].get();
+    FileChunk fc;
+    if (!PlanFiles(p, 0, &fc)) continue;
+    FileAppend a;
+    a.topic = p->topic;
+    a.partition = p->partition;
+    a.expected = p->expected;
+    a.files = fc.files;
+    appends.push_back(std::move(a));
+    chunks.push_back(std::move(fc));
+    which.push_back(i);
+  }
+  if (appends.empty()) return Status::OK();
+  sink_->AppendFilesEach(&appends);
+  Status first;
+  for (size_t k = 0; k < appends.size(); ++k) {
+    FileAppend& a = appends[k];
+    if (!a.status.ok()) {
+      if (a.status.code() == Status::Code::kUnsupported) {
+        copy_files_ = false;
+      } else if (first.ok()) {
+        first = a.status;
+      }
+      continue;
+    }
+    (*handled)[which[k]] = true;
+    *progressed = true;
+    int64_t bytes = 0;
+    for (const auto& f : a.files) bytes += f.length;
+    Status s =
+        FilesAppended(parts_[which[k]].get(), chunks[k], bytes, a.outcome, a.batches, a.records);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
 }
 
 Status Replicator::CopyOnce(Part* p, bool* progressed, int wait_ms) {
@@ -634,7 +693,22 @@ Status Replicator::Run() {
   Status failure;
   while (!stopped()) {
     bool progressed = false;
+    // Between data dirs, a chunk of every partition at once, then the others one by one.
+    std::vector<bool> handled(parts_.size(), false);
+    if (copy_files_ && parts_.size() > 1) {
+      const int64_t before = summary_.bytes;
+      failure = CopyFilesRound(&handled, &progressed);
+      if (!failure.ok()) break;
+      step_bytes += summary_.bytes - before;
+      if (step_bytes >= options_.step_bytes) {
+        failure = Commit(false);
+        if (!failure.ok()) break;
+        step_bytes = 0;
+        step_start = MonotonicMs();
+      }
+    }
     for (size_t i = 0; i < parts_.size() && !stopped(); ++i) {
+      if (handled[i]) continue;
       Part* p = parts_[i].get();
       const int64_t before = p->bytes;
       bool moved = false;

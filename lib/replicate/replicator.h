@@ -127,7 +127,11 @@ class Replicator {
   Status Prepare(Part* p);
   Status VerifyTail(Part* p, Offset from, Offset to, Offset* dest_end);
   Status CopyOnce(Part* p, bool* progressed, int wait_ms);
+  bool PlanFiles(Part* p, int wait_ms, FileChunk* chunk);
+  Status FilesAppended(Part* p, const FileChunk& chunk, int64_t bytes, const AppendOutcome& out,
+                       int64_t batches, int64_t records);
   Status CopyFilesOnce(Part* p, bool* progressed, int wait_ms, bool* handled);
+  Status CopyFilesRound(std::vector<bool>* handled, bool* progressed);
   Status HandleGap(Part* p);
   Status Commit(bool last);
   Result<Offset> CheckpointOf(const Part& p);
