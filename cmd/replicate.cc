@@ -177,6 +177,7 @@ int Run(const ReplicateArgs& a) {
                               "got '") + v + "'");
     o.step_bytes = n;
     o.chunk_bytes = std::min<int64_t>(o.chunk_bytes, n);
+    o.file_chunk_bytes = std::min<int64_t>(o.file_chunk_bytes, n);
   }
   if (a.promote && a.follow) return Fail("--promote cannot be used with --follow: a promoted "
                                          "topic is no longer a copy");

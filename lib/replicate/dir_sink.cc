@@ -280,6 +280,14 @@ class DirSink final : public Sink {
       Track(*log);
       jobs.push_back({&a, *log});
     }
+    // The largest first: the lanes then finish at about the same time.
+    auto size_of = [](const Job& j) {
+      int64_t n = 0;
+      for (const auto& f : j.a->files) n += f.length;
+      return n;
+    };
+    std::stable_sort(jobs.begin(), jobs.end(),
+                     [&](const Job& x, const Job& y) { return size_of(x) > size_of(y); });
     const size_t lanes = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 2, 4);
     (void)InParallel(
         jobs,

@@ -313,7 +313,7 @@ Status Replicator::VerifyTail(Part* p, Offset from, Offset to, Offset* dest_end)
 // to the ordinary path: it returns false.
 bool Replicator::PlanFiles(Part* p, int wait_ms, FileChunk* chunk) {
   if (wait_ms > 0 || sink_->placement() != Placement::kPreservesOffsets) return false;
-  auto fc = source_->ReadFiles(p->topic, p->partition, p->next, options_.chunk_bytes);
+  auto fc = source_->ReadFiles(p->topic, p->partition, p->next, options_.file_chunk_bytes);
   if (!fc.ok()) {
     if (fc.status().code() == Status::Code::kUnsupported) copy_files_ = false;
     return false;  // errors and gaps are reported by the ordinary path
@@ -374,18 +374,26 @@ Status Replicator::CopyFilesOnce(Part* p, bool* progressed, int wait_ms, bool* h
   return FilesAppended(p, fc, bytes, *out, batches, records);
 }
 
-// One chunk of every partition that has one to copy file to file, handed to the sink at once
-// (Sink::AppendFilesEach: a data dir copies several partitions in parallel); (*handled)[i] is
-// set for each part of parts_ copied so. The outcome of every append that was made is taken
-// in before the first error is returned.
+// A chunk of each partition that has one to copy file to file, about a step's worth in all,
+// handed to the sink at once (Sink::AppendFilesEach: a data dir copies several partitions in
+// parallel); the next round starts with the partition after the last one taken, so that
+// every partition gets its turn. (*handled)[i] is set for each part of parts_ copied so, and
+// for those left for the next round. The
+// outcome of every append that was made is taken in before the first error is returned.
 Status Replicator::CopyFilesRound(std::vector<bool>* handled, bool* progressed) {
   std::vector<FileChunk> chunks;
   std::vector<size_t> which;
   std::vector<FileAppend> appends;
-  for (size_t i = 0; i < parts_.size() && copy_files_; ++i) {
+  int64_t planned = 0;
+  const size_t n = parts_.size();
+  size_t round_next = round_start_;
+  for (size_t k = 0; k < n && copy_files_ && planned < options_.step_bytes; ++k) {
+    const size_t i = (round_start_ + k) % n;
+    round_next = (i + 1) % n;
     Part* p = parts_[i].get();
     FileChunk fc;
     if (!PlanFiles(p, 0, &fc)) continue;
+    for (const auto& f : fc.files) planned += f.length;
     FileAppend a;
     a.topic = p->topic;
     a.partition = p->partition;
@@ -395,6 +403,9 @@ Status Replicator::CopyFilesRound(std::vector<bool>* handled, bool* progressed) 
     chunks.push_back(std::move(fc));
     which.push_back(i);
   }
+  // The parts not looked at wait for the next round.
+  for (size_t i = round_next; i != round_start_; i = (i + 1) % n) (*handled)[i] = true;
+  round_start_ = round_next;
   if (appends.empty()) return Status::OK();
   sink_->AppendFilesEach(&appends);
   Status first;

@@ -81,6 +81,9 @@ struct ReplicatorOptions {
   // gap. Other modes than kStep need an offset-preserving sink.
   FsyncMode fsync = FsyncMode::kStep;
   int64_t chunk_bytes = 8 << 20;   // one read of one partition; bounds memory per partition
+  // One copy of one partition file to file (data dir to data dir), which holds no memory: large,
+  // so that the copies of several partitions at once (a step's worth) keep every lane busy.
+  int64_t file_chunk_bytes = 64 << 20;
   int64_t step_bytes = 64 << 20;   // a Flush and a checkpoint after this much ...
   int64_t step_ms = 1000;          // ... or this long
   int64_t rescan_ms = 3000;        // --follow: how often new topics and partitions are looked for
@@ -151,6 +154,7 @@ class Replicator {
   bool checkpoint_changed_ = false;
   std::vector<CheckpointEntry> stored_;  // as last stored by this run
   bool copy_files_ = true;  // until the source or the sink says it cannot copy file to file
+  size_t round_start_ = 0;  // the part CopyFilesRound looks at first
   Summary summary_;
 };
 
