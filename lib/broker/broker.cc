@@ -1,6 +1,8 @@
 // A broker node's parts, wired together, started and stopped in order.
 #include "broker/broker.h"
 
+#include <algorithm>
+
 #include "base/clock.h"
 #include "base/file.h"
 #include "broker/group_coordinator.h"
@@ -122,9 +124,12 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerConfig& config,
   }
   ProducerIdAllocator* pids = b->producer_ids_.get();
   if (b->cluster_ && b->cluster_->producer_ids()) pids = b->cluster_->producer_ids();
+  FetchSessionCache::Options so;
+  so.max_slots = static_cast<size_t>(std::max(0, config.max_incremental_fetch_session_cache_slots));
+  b->fetch_sessions_ = std::make_unique<FetchSessionCache>(so);
   b->context_.reset(new BrokerContext{b->config_, b->node_, b->metadata(), *b->partitions_,
                                       *pids, *b->groups_, b->stopping_,
-                                      b->dynamic_config_.get()});
+                                      b->dynamic_config_.get(), b->fetch_sessions_.get()});
   return b;
 }
 

@@ -15,6 +15,7 @@
 #include "broker/cluster_mode.h"
 #include "broker/config.h"
 #include "broker/dynamic_config.h"
+#include "broker/fetch_session.h"
 #include "broker/context.h"
 #include "storage/offset_checkpoint.h"
 
@@ -93,6 +94,7 @@ class Broker {
   // The BROKER configs changed at run time (cluster mode: kept in the metadata log; nullptr
   // when the cluster mode keeps none).
   std::unique_ptr<DynamicBrokerConfig> dynamic_config_;
+  std::unique_ptr<FetchSessionCache> fetch_sessions_;
   std::unique_ptr<BrokerContext> context_;
   // replication-offset-checkpoint: as read at start-up, updated at each write.
   std::mutex hw_checkpoint_write_mu_;  // taken first

@@ -62,6 +62,11 @@ RequestMetrics::RequestMetrics() {
                        metrics::LatencyBuckets());
   delayed_produces_ = &r.GetGauge("silt_delayed_produces",
                                   "acks=all produces waiting now for the high watermark");
+  fetch_sessions_ =
+      &r.GetGauge("silt_fetch_sessions", "Incremental fetch sessions (KIP-227) held now");
+  fetch_session_evictions_ =
+      &r.GetCounter("silt_fetch_session_evictions_total",
+                    "Incremental fetch sessions evicted to make room for new ones");
 }
 
 void RequestMetrics::OnRequest(int16_t api_key, int16_t version, int64_t bytes) {

@@ -102,6 +102,9 @@ class RequestMetrics {
     return follower ? delayed_follower_fetches_ : delayed_consumer_fetches_;
   }
   metrics::Gauge* delayed_produces() { return delayed_produces_; }
+  // Incremental fetch sessions held now, and those evicted to make room for new ones.
+  metrics::Gauge* fetch_sessions() { return fetch_sessions_; }
+  metrics::Counter* fetch_session_evictions() { return fetch_session_evictions_; }
 
  private:
   RequestMetrics();
@@ -121,6 +124,8 @@ class RequestMetrics {
   metrics::Gauge* delayed_consumer_fetches_;
   metrics::Gauge* delayed_follower_fetches_;
   metrics::Gauge* delayed_produces_;
+  metrics::Gauge* fetch_sessions_;
+  metrics::Counter* fetch_session_evictions_;
 };
 
 // Per-partition series (log offsets, size, follower lag; group lag) a scrape emits at most,

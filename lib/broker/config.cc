@@ -145,6 +145,9 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   if (key == "broker.session.timeout.ms") {
     return ParseInt<int32_t>(key, value, 100, INT32_MAX, &c->broker_session_timeout_ms);
   }
+  if (key == "max.incremental.fetch.session.cache.slots") {
+    return ParseInt<int32_t>(key, value, 0, 1000000, &c->max_incremental_fetch_session_cache_slots);
+  }
   if (key == "replica.lag.time.max.ms") {
     return ParseInt<int32_t>(key, value, 100, INT32_MAX, &c->replica_lag_time_max_ms);
   }
@@ -273,6 +276,7 @@ std::vector<std::string> KnownServerProperties() {
       "group.min.session.timeout.ms", "group.max.session.timeout.ms", "log.cleaner.enable",
       "log.cleaner.backoff.ms", "group.initial.rebalance.delay.ms", "metrics.listener",
       "broker.heartbeat.interval.ms", "broker.session.timeout.ms",
+      "max.incremental.fetch.session.cache.slots",
       "replica.lag.time.max.ms", "replica.fetch.max.bytes", "replica.fetch.wait.max.ms",
       "replica.fetch.backoff.ms",
       "default.replication.factor", "offsets.topic.replication.factor",

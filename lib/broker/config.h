@@ -55,6 +55,9 @@ struct BrokerConfig {
   int32_t replica_fetch_max_bytes = 1048576;    // replica.fetch.max.bytes
   int32_t replica_fetch_wait_max_ms = 500;      // replica.fetch.wait.max.ms
   int32_t replica_fetch_backoff_ms = 500;       // replica.fetch.backoff.ms
+  // Incremental fetch sessions (KIP-227, lib/broker/fetch_session.h) held at most; 0 turns them
+  // off (every fetch is then a full one). Kafka's default.
+  int32_t max_incremental_fetch_session_cache_slots = 1000;  // max.incremental.fetch.session.cache.slots
   // Replicas per partition when CreateTopics asks for -1, and of auto-created topics.
   int32_t default_replication_factor = 1;       // default.replication.factor
   // Replicas of __consumer_offsets' partitions; -1: min(3, number of voters).

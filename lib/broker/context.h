@@ -13,6 +13,7 @@
 namespace silt::broker {
 
 class DynamicBrokerConfig;
+class FetchSessionCache;
 class GroupCoordinator;
 
 struct BrokerContext {
@@ -26,6 +27,8 @@ struct BrokerContext {
   const std::atomic<bool>& stopping;
   // Single node: the broker configs AlterConfigs may change (nullptr in cluster mode).
   DynamicBrokerConfig* dynamic_config = nullptr;
+  // Incremental fetch sessions (nullptr: none are made).
+  FetchSessionCache* fetch_sessions = nullptr;
 };
 
 }  // namespace silt::broker

@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/uuid.h"
 #include "broker/delayed_operation.h"
+#include "broker/fetch_session.h"
 #include "broker/handlers.h"
 #include "broker/leader_hint.h"
 #include "broker/logging.h"
@@ -91,8 +92,14 @@ std::optional<std::string> TopicNameForId(MetadataStore& metadata, const Uuid& i
 // peer connection) reads up to the log end, records where the follower is, and is
 // re-evaluated at each append, so that an acks=all produce waits one round trip, not
 // replica.fetch.wait.max.ms.
+//
+// With an incremental fetch session (fetch_session.h) the request's partitions are the
+// session's, and the answer leaves out those with nothing new for the client; a full fetch
+// with session epoch 0 makes a session of its partitions when it answers.
 class DelayedFetch : public DelayedOperation {
  public:
+  enum class SessionMode { kNone, kNew, kIncremental };
+
   DelayedFetch(BrokerContext& ctx, std::shared_ptr<Request> req, protocol::FetchRequest request,
                Respond respond)
       : DelayedOperation(req->executor, &ctx.stopping),
@@ -100,6 +107,16 @@ class DelayedFetch : public DelayedOperation {
         request_(std::move(request)),
         respond_(std::move(respond)),
         replica_(request_.replica_id >= 0 ? NodeId(request_.replica_id) : NodeId(-1)) {}
+
+  // An incremental fetch of `session`, whose request carried `epoch`; or (kNew) a full fetch
+  // that makes a session in `cache` when it answers.
+  void SetSession(SessionMode mode, FetchSessionCache* cache,
+                  std::shared_ptr<FetchSession> session, int32_t epoch) {
+    session_mode_ = mode;
+    session_cache_ = cache;
+    session_ = std::move(session);
+    session_epoch_ = epoch;
+  }
 
   void Start(BrokerContext& ctx) {
     ctx_ = &ctx;
@@ -240,6 +257,11 @@ class DelayedFetch : public DelayedOperation {
     }
     if (!final && !error && total < std::max<int32_t>(request_.min_bytes, 1)) return false;
     for (const auto& [topic, bytes] : throttled) metadata_->ChargeReplicaFetch(topic, bytes);
+    if (session_mode_ == SessionMode::kIncremental) {
+      if (!UpdateSession(&resp)) held.clear();
+    } else if (session_mode_ == SessionMode::kNew) {
+      MakeSession(&resp);
+    }
 
     std::string buf;
     ByteWriter w(&buf);
@@ -260,10 +282,85 @@ class DelayedFetch : public DelayedOperation {
     return true;
   }
 
-  void OnCompleted() override { partitions_.clear(); }
+  void OnCompleted() override {
+    partitions_.clear();
+    session_.reset();
+  }
 
  private:
   bool follower() const { return replica_.value() >= 0; }
+
+  // An incremental answer: only the partitions with records, an error, or a high watermark,
+  // last stable offset or log start the client has not heard yet; the session remembers what it
+  // now has, and moves on to its next epoch. False (the answer is then only
+  // INVALID_FETCH_SESSION_EPOCH) when another fetch of the same epoch answered first.
+  bool UpdateSession(protocol::FetchResponse* resp) {
+    std::lock_guard<std::mutex> lock(session_->mu());
+    if (session_->epoch() != session_epoch_) {
+      *resp = protocol::FetchResponse();
+      resp->error_code = Wire(ErrorCode::INVALID_FETCH_SESSION_EPOCH);
+      return false;
+    }
+    std::vector<protocol::FetchResponse::TopicResponse> kept;
+    for (size_t ti = 0; ti < resp->responses.size(); ++ti) {
+      protocol::FetchResponse::TopicResponse& tr = resp->responses[ti];
+      std::vector<protocol::FetchResponse::Partition> parts;
+      for (protocol::FetchResponse::Partition& pr : tr.partitions) {
+        const FetchSession::Key key =
+            session_->KeyOf(names_[ti], request_.topics[ti].topic_id, pr.partition_index);
+        const bool records = pr.records.size() > 0;
+        bool news = records || pr.error_code != 0;
+        if (SessionPartition* sp = session_->Find(key)) {
+          news = news || pr.high_watermark != sp->high_watermark ||
+                 pr.last_stable_offset != sp->last_stable_offset ||
+                 pr.log_start_offset != sp->answered_log_start_offset;
+          sp->high_watermark = pr.high_watermark;
+          sp->last_stable_offset = pr.last_stable_offset;
+          sp->answered_log_start_offset = pr.log_start_offset;
+        }
+        if (records) session_->MoveToEnd(key);
+        if (news) parts.push_back(std::move(pr));
+      }
+      if (!parts.empty()) {
+        tr.partitions = std::move(parts);
+        kept.push_back(std::move(tr));
+      }
+    }
+    resp->responses = std::move(kept);
+    resp->session_id = session_->id();
+    session_->set_epoch(FetchSessionCache::NextEpoch(session_epoch_));
+    return true;
+  }
+
+  // A full fetch with session epoch 0: a session of its partitions, with what this answer tells
+  // the client, if the cache has room (else the answer's session id stays 0).
+  void MakeSession(protocol::FetchResponse* resp) {
+    std::vector<SessionPartition> parts;
+    for (size_t ti = 0; ti < request_.topics.size(); ++ti) {
+      const auto& t = request_.topics[ti];
+      const auto& answered = resp->responses[ti].partitions;
+      for (size_t pi = 0; pi < t.partitions.size(); ++pi) {
+        const auto& p = t.partitions[pi];
+        SessionPartition sp;
+        sp.topic = names_[ti];
+        sp.topic_id = t.topic_id;
+        sp.partition = p.partition;
+        sp.fetch_offset = p.fetch_offset;
+        sp.partition_max_bytes = p.partition_max_bytes;
+        sp.current_leader_epoch = p.current_leader_epoch;
+        sp.last_fetched_epoch = p.last_fetched_epoch;
+        sp.log_start_offset = p.log_start_offset;
+        if (pi < answered.size()) {
+          sp.high_watermark = answered[pi].high_watermark;
+          sp.last_stable_offset = answered[pi].last_stable_offset;
+          sp.answered_log_start_offset = answered[pi].log_start_offset;
+        }
+        parts.push_back(std::move(sp));
+      }
+    }
+    auto session = session_cache_->Create(follower(), req_->api_version >= 13, parts, MonotonicMs());
+    resp->session_id = session ? session->id() : 0;
+  }
   // KIP-951: a partition turned away names its leader (v12+), and the response lists that
   // leader's endpoint (v16+).
   void AddLeaderHint(protocol::FetchResponse& resp, const std::string& topic,
@@ -288,7 +385,64 @@ class DelayedFetch : public DelayedOperation {
   BrokerContext* ctx_ = nullptr;
   MetadataStore* metadata_ = nullptr;  // the reassignment throttle's
   const NodeId replica_;  // the fetching follower, or -1 for a consumer
+  SessionMode session_mode_ = SessionMode::kNone;
+  FetchSessionCache* session_cache_ = nullptr;
+  std::shared_ptr<FetchSession> session_;
+  int32_t session_epoch_ = 0;  // the incremental request's
 };
+
+// An answer with only a top-level error (and no session).
+Response FetchError(ErrorCode code, int16_t version) {
+  protocol::FetchResponse resp;
+  resp.error_code = Wire(code);
+  RequestMetrics::Get().OnResponseMessage(resp);
+  return EncodeBody(resp, version);
+}
+
+// An incremental fetch: the request's partitions and forgotten topics change its session, and
+// the request becomes one for every partition the session holds, in its order (a topic's
+// partitions next to each other come under one topic entry). Needs the session's lock.
+void ApplyToSession(BrokerContext& ctx, FetchSession& session, int16_t version,
+                    protocol::FetchRequest* request) {
+  for (const auto& t : request->topics) {
+    std::string name = t.topic;
+    if (version >= 13) name = TopicNameForId(ctx.metadata, t.topic_id).value_or("");
+    for (const auto& p : t.partitions) {
+      SessionPartition sp;
+      sp.topic = name;
+      sp.topic_id = t.topic_id;
+      sp.partition = p.partition;
+      sp.fetch_offset = p.fetch_offset;
+      sp.partition_max_bytes = p.partition_max_bytes;
+      sp.current_leader_epoch = p.current_leader_epoch;
+      sp.last_fetched_epoch = p.last_fetched_epoch;
+      sp.log_start_offset = p.log_start_offset;
+      session.Upsert(sp);
+    }
+  }
+  for (const auto& f : request->forgotten_topics_data) {
+    for (int32_t p : f.partitions) session.Forget(session.KeyOf(f.topic, f.topic_id, p));
+  }
+  request->topics.clear();
+  request->forgotten_topics_data.clear();
+  for (const SessionPartition& sp : session.partitions()) {
+    const bool same = !request->topics.empty() &&
+                      (session.uses_topic_ids() ? request->topics.back().topic_id == sp.topic_id
+                                                : request->topics.back().topic == sp.topic);
+    if (!same) {
+      auto& t = request->topics.emplace_back();
+      t.topic = sp.topic;
+      t.topic_id = sp.topic_id;
+    }
+    auto& p = request->topics.back().partitions.emplace_back();
+    p.partition = sp.partition;
+    p.fetch_offset = sp.fetch_offset;
+    p.partition_max_bytes = sp.partition_max_bytes;
+    p.current_leader_epoch = sp.current_leader_epoch;
+    p.last_fetched_epoch = sp.last_fetched_epoch;
+    p.log_start_offset = sp.log_start_offset;
+  }
+}
 
 // The answer to a fetch that claims a replica id it may not use: every partition gets
 // TOPIC_AUTHORIZATION_FAILED, Kafka's answer to a follower fetch without ClusterAction.
@@ -319,17 +473,6 @@ Status HandleFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respond res
   SILT_TRY(DecodeBody(*req, &request));
   // v15+ (KIP-903): a follower names itself in the tagged ReplicaState; consumers leave it -1.
   if (req->api_version >= 15) request.replica_id = request.replica_state.replica_id;
-  // Incremental fetch sessions (KIP-227, v7+) are declined: every answer carries session id 0,
-  // Kafka's "no session created", so clients keep sending full fetches (epoch 0 or -1), and
-  // then any forgotten topics, by name or by id, name nothing to forget. A request naming a
-  // session epoch is for a session this broker never created: Kafka's answer to an unknown
-  // session, FETCH_SESSION_ID_NOT_FOUND, after which a client starts again with a full fetch.
-  if (req->api_version >= 7 && request.session_epoch != 0 && request.session_epoch != -1) {
-    protocol::FetchResponse resp;
-    resp.error_code = Wire(ErrorCode::FETCH_SESSION_ID_NOT_FOUND);
-    respond(EncodeBody(resp, req->api_version));
-    return Status::OK();
-  }
   // isolation_level is accepted either way: with no transactions, read_committed and
   // read_uncommitted see the same records.
   if (request.replica_id >= 0 && request.replica_id != req->peer_node) {
@@ -342,7 +485,49 @@ Status HandleFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respond res
     respond(RefuseReplicaFetch(request, req->api_version));
     return Status::OK();
   }
+  // Fetch sessions (KIP-227, v7+). Epoch -1: a full fetch without a session (closing the one
+  // named, if any); epoch 0: a full fetch that asks for a new session (replacing the one
+  // named); any other epoch: the next fetch of the session named. An unknown session is
+  // FETCH_SESSION_ID_NOT_FOUND and a wrong epoch INVALID_FETCH_SESSION_EPOCH, after which a
+  // client starts again with a full fetch; so is every incremental fetch when
+  // max.incremental.fetch.session.cache.slots is 0 (no session is ever made).
+  auto mode = DelayedFetch::SessionMode::kNone;
+  FetchSessionCache* cache = ctx.fetch_sessions;
+  std::shared_ptr<FetchSession> session;
+  if (req->api_version >= 7) {
+    const int32_t id = request.session_id;
+    const int32_t epoch = request.session_epoch;
+    const bool enabled = cache != nullptr && cache->enabled();
+    if (epoch == 0 || epoch == -1) {
+      if (id != 0 && cache != nullptr) cache->Remove(id);
+      if (epoch == 0 && enabled) mode = DelayedFetch::SessionMode::kNew;
+    } else {
+      if (enabled) session = cache->Get(id, MonotonicMs());
+      ErrorCode refused = ErrorCode::NONE;
+      if (!session) {
+        refused = ErrorCode::FETCH_SESSION_ID_NOT_FOUND;
+      } else {
+        std::lock_guard<std::mutex> lock(session->mu());
+        if (session->epoch() != epoch) {
+          refused = ErrorCode::INVALID_FETCH_SESSION_EPOCH;
+        } else if (session->uses_topic_ids() != (req->api_version >= 13)) {
+          // A session made by names cannot go on by topic ids, nor the other way round.
+          refused = ErrorCode::FETCH_SESSION_TOPIC_ID_ERROR;
+        } else {
+          ApplyToSession(ctx, *session, req->api_version, &request);
+          cache->Resized(session, session->size());
+        }
+      }
+      if (refused != ErrorCode::NONE) {
+        respond(FetchError(refused, req->api_version));
+        return Status::OK();
+      }
+      mode = DelayedFetch::SessionMode::kIncremental;
+    }
+  }
+  const int32_t epoch = request.session_epoch;
   auto pending = std::make_shared<DelayedFetch>(ctx, req, std::move(request), std::move(respond));
+  pending->SetSession(mode, cache, std::move(session), epoch);
   pending->Start(ctx);
   return Status::OK();
 }

@@ -1,7 +1,7 @@
 // The flexible versions of Fetch (v12-17) and Produce (v9-11) against an in-process broker:
-// topics by id (KIP-516, Fetch v13+), the replica id in ReplicaState (Fetch v15+), declined
-// fetch sessions, and KIP-951's leader hints (CurrentLeader, NodeEndpoints) on answers that
-// turn a client away.
+// topics by id (KIP-516, Fetch v13+), the replica id in ReplicaState (Fetch v15+), incremental
+// fetch sessions (KIP-227), and KIP-951's leader hints (CurrentLeader, NodeEndpoints) on
+// answers that turn a client away.
 #include <thread>
 
 #include "base/uuid.h"
@@ -129,42 +129,151 @@ TEST_CASE("Fetch v13+ answers UNKNOWN_TOPIC_ID for each partition of an unknown 
   CHECK(OnlyPartition(fr).error_code == 0);
 }
 
-TEST_CASE("fetch sessions are declined: full fetches by id answer session id 0, an incremental "
-          "one FETCH_SESSION_ID_NOT_FOUND") {
-  TestBroker b;
+TEST_CASE("fetch sessions: epoch 0 makes one, incremental fetches carry and answer only what "
+          "changed, forgotten partitions leave it, epoch -1 closes it") {
+  for (int16_t v : {12, 17}) {
+    CAPTURE(v);
+    TestBroker b;
+    Client c(b.port);
+    CreateTopic(c, "sess", 3);
+    const Uuid id = TopicId(c, "sess");
+    protocol::ProduceResponse pr;
+    c.Call(MakeProduce("sess", 0, MakeBatch(2)), 8, &pr);
+    c.Call(MakeProduce("sess", 1, MakeBatch(3)), 8, &pr);
+
+    // The full fetch of all three partitions asks for a session (epoch 0).
+    protocol::FetchRequest full = FetchAt(v, "sess", id, 0);
+    for (int32_t p : {1, 2}) {
+      full.topics[0].partitions.push_back(full.topics[0].partitions[0]);
+      full.topics[0].partitions.back().partition = p;
+    }
+    full.session_id = 0;
+    full.session_epoch = 0;
+    protocol::FetchResponse fr;
+    c.Call(full, v, &fr);
+    REQUIRE(fr.error_code == 0);
+    const int32_t session = fr.session_id;
+    REQUIRE(session != 0);
+    REQUIRE(fr.responses.size() == 1);
+    CHECK(fr.responses[0].partitions.size() == 3);  // a full answer names every partition
+
+    // Epoch 1 with no partitions: the client moved no position, nothing changed: an empty
+    // answer (after max_wait_ms). Partition 0 still sits at offset 0 with records, though:
+    // the session kept its offset, so it comes back with them.
+    protocol::FetchRequest inc = full;
+    inc.topics.clear();
+    inc.session_id = session;
+    inc.session_epoch = 1;
+    inc.max_wait_ms = 50;
+    c.Call(inc, v, &fr);
+    REQUIRE(fr.error_code == 0);
+    CHECK(fr.session_id == session);
+    REQUIRE(fr.responses.size() == 1);
+    REQUIRE(fr.responses[0].partitions.size() == 2);  // 0 and 1 have records; 2 has none
+    CHECK(fr.responses[0].partitions[0].partition_index == 0);
+    CHECK(fr.responses[0].partitions[1].partition_index == 1);
+    CHECK(Values(fr.responses[0].partitions[1].records.bytes.value_or("")).size() == 3);
+
+    // Epoch 2 moves 0 and 1 past their records: nothing new anywhere, an empty answer.
+    inc.session_epoch = 2;
+    inc.topics = FetchAt(v, "sess", id, 2).topics;
+    inc.topics[0].partitions.push_back(inc.topics[0].partitions[0]);
+    inc.topics[0].partitions.back().partition = 1;
+    inc.topics[0].partitions.back().fetch_offset = 3;
+    c.Call(inc, v, &fr);
+    REQUIRE(fr.error_code == 0);
+    CHECK(fr.responses.empty());
+
+    // New records on partition 2: epoch 3, which names no partition, answers only partition 2.
+    c.Call(MakeProduce("sess", 2, MakeBatch(4)), 8, &pr);
+    inc.topics.clear();
+    inc.session_epoch = 3;
+    c.Call(inc, v, &fr);
+    REQUIRE(fr.error_code == 0);
+    REQUIRE(fr.responses.size() == 1);
+    REQUIRE(fr.responses[0].partitions.size() == 1);
+    CHECK(fr.responses[0].partitions[0].partition_index == 2);
+    CHECK(fr.responses[0].partitions[0].high_watermark == 4);
+    CHECK(Values(fr.responses[0].partitions[0].records.bytes.value_or("")).size() == 4);
+    if (v >= 13) CHECK(fr.responses[0].topic_id == id);
+    if (v < 13) CHECK(fr.responses[0].topic == "sess");
+
+    // A replayed epoch is INVALID_FETCH_SESSION_EPOCH; the session is still there.
+    c.Call(inc, v, &fr);
+    CHECK(fr.error_code == Wire(ErrorCode::INVALID_FETCH_SESSION_EPOCH));
+    CHECK(fr.responses.empty());
+
+    // Forgetting partition 2 (at its old offset it would answer records again): nothing.
+    inc.session_epoch = 4;
+    protocol::FetchRequest::ForgottenTopic forget;
+    if (v >= 13) forget.topic_id = id;
+    else forget.topic = "sess";
+    forget.partitions = {2};
+    inc.forgotten_topics_data = {forget};
+    c.Call(inc, v, &fr);
+    REQUIRE(fr.error_code == 0);
+    CHECK(fr.responses.empty());
+    // A new record on partition 2 is not the session's business any more; one on 0 is.
+    c.Call(MakeProduce("sess", 2, MakeBatch(1)), 8, &pr);
+    c.Call(MakeProduce("sess", 0, MakeBatch(1)), 8, &pr);
+    inc.forgotten_topics_data.clear();
+    inc.session_epoch = 5;
+    c.Call(inc, v, &fr);
+    REQUIRE(fr.error_code == 0);
+    REQUIRE(fr.responses.size() == 1);
+    REQUIRE(fr.responses[0].partitions.size() == 1);
+    CHECK(fr.responses[0].partitions[0].partition_index == 0);
+    CHECK(fr.responses[0].partitions[0].high_watermark == 3);
+
+    // The other way of naming topics cannot go on with this session.
+    const int16_t other = v >= 13 ? 12 : 13;
+    protocol::FetchRequest wrong = inc;
+    wrong.session_epoch = 6;
+    c.Call(wrong, other, &fr);
+    CHECK(fr.error_code == Wire(ErrorCode::FETCH_SESSION_TOPIC_ID_ERROR));
+
+    // Epoch -1 closes it: a full fetch without a session, and the session is gone.
+    protocol::FetchRequest close = FetchAt(v, "sess", id, 0);
+    close.session_id = session;
+    close.session_epoch = -1;
+    c.Call(close, v, &fr);
+    CHECK(fr.error_code == 0);
+    CHECK(fr.session_id == 0);
+    CHECK(OnlyPartition(fr).error_code == 0);
+    inc.session_epoch = 6;
+    c.Call(inc, v, &fr);
+    CHECK(fr.error_code == Wire(ErrorCode::FETCH_SESSION_ID_NOT_FOUND));
+    CHECK(fr.responses.empty());
+  }
+}
+
+TEST_CASE("fetch sessions: a session never made is FETCH_SESSION_ID_NOT_FOUND; with "
+          "max.incremental.fetch.session.cache.slots=0 none is made") {
+  BrokerConfig config;
+  config.max_incremental_fetch_session_cache_slots = 0;
+  TestBroker b(config);
   Client c(b.port);
-  CreateTopic(c, "sess");
-  CreateTopic(c, "gone");
-  const Uuid id = TopicId(c, "sess");
-  const Uuid gone = TopicId(c, "gone");
+  CreateTopic(c, "nosess");
+  const Uuid id = TopicId(c, "nosess");
   for (int32_t epoch : {0, -1}) {
     CAPTURE(epoch);
-    protocol::FetchRequest f = FetchAt(17, "sess", id, 0);
+    protocol::FetchRequest f = FetchAt(17, "nosess", id, 0);
     f.session_id = 0;
-    f.session_epoch = epoch;  // 0 asks for a session, -1 for none
+    f.session_epoch = epoch;
     protocol::FetchResponse fr;
     c.Call(f, 17, &fr);
     CHECK(fr.error_code == 0);
-    CHECK(fr.session_id == 0);  // none created: the next fetch is full again
+    CHECK(fr.session_id == 0);  // none made: the next fetch is full again
     CHECK(OnlyPartition(fr).error_code == 0);
   }
-  // An incremental fetch (epoch > 0) of a session never created, forgetting a topic by id.
-  protocol::FetchRequest inc = FetchAt(17, "sess", id, 0);
+  protocol::FetchRequest inc = FetchAt(12, "nosess", id, 0);
   inc.session_id = 12345;
-  inc.session_epoch = 1;
-  inc.forgotten_topics_data.push_back({.topic_id = gone, .partitions = {0}});
+  inc.session_epoch = 3;
   protocol::FetchResponse fr;
-  c.Call(inc, 17, &fr);
+  c.Call(inc, 12, &fr);
   CHECK(fr.error_code == Wire(ErrorCode::FETCH_SESSION_ID_NOT_FOUND));
   CHECK(fr.session_id == 0);
   CHECK(fr.responses.empty());
-  // The same by name at v12.
-  inc = FetchAt(12, "sess", id, 0);
-  inc.session_id = 12345;
-  inc.session_epoch = 3;
-  inc.forgotten_topics_data.push_back({.topic = "gone", .partitions = {0}});
-  c.Call(inc, 12, &fr);
-  CHECK(fr.error_code == Wire(ErrorCode::FETCH_SESSION_ID_NOT_FOUND));
 }
 
 TEST_CASE("Produce v9 and v11 append, and what they wrote comes back from Fetch v17 by id") {
