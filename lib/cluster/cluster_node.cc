@@ -28,6 +28,7 @@
 #include "cluster/node_directory.h"
 #include "cluster/metadata_observer.h"
 #include "cluster/peer_listener.h"
+#include "cluster/read_barrier.h"
 #include "cluster/placement.h"
 #include "cluster/reassignment.h"
 #include "cluster/raft_quorum.h"
@@ -193,9 +194,11 @@ class BlockProducerIds final : public broker::ProducerIdAllocator {
 // thread), so that the node reacts to a new image at once rather than at its next poll.
 class NotifyingStateMachine final : public StateMachine {
  public:
-  NotifyingStateMachine(MetadataStateMachine* sm, std::function<void()> changed)
-      : sm_(sm), changed_(std::move(changed)) {}
+  NotifyingStateMachine(MetadataStateMachine* sm, std::function<void()> changed,
+                        std::function<void()> before)
+      : sm_(sm), changed_(std::move(changed)), before_(std::move(before)) {}
   std::string Apply(std::string_view command) override {
+    if (before_) before_();
     std::string r = sm_->Apply(command);
     changed_();
     return r;
@@ -210,12 +213,16 @@ class NotifyingStateMachine final : public StateMachine {
  private:
   MetadataStateMachine* sm_;
   std::function<void()> changed_;
+  std::function<void()> before_;
 };
 
 struct ClusterNode::Impl {
   ClusterNodeOptions options;
   MetadataStateMachine sm;
-  NotifyingStateMachine notifying{&sm, [this] { OnImageChanged(); }};
+  NotifyingStateMachine notifying{&sm, [this] { OnImageChanged(); },
+                                  [this] {
+                                    if (options.before_apply) options.before_apply();
+                                  }};
   std::unique_ptr<MetadataQuorum> quorum;  // RaftQuorum, or a broker-only node's observer
   std::unique_ptr<PeerListener> broker_listener;  // a broker-only node's peer address
   bool broker_only() const { return !FindVoter(options.voters, options.node_id).has_value(); }
@@ -224,6 +231,9 @@ struct ClusterNode::Impl {
   ImageStore store{this};
   ImageBrokerConfigs broker_configs{this};
   BlockProducerIds producer_ids{this};
+  ReadBarrier read_barrier{ReadBarrier::Options{
+      [this](int timeout_ms) { return ReadIndex(timeout_ms); },
+      [this] { return quorum->applied_index(); }}};
   const Uuid incarnation = RandomUuid();
   const RequestId register_id = RandomUuid();
 
@@ -261,6 +271,10 @@ struct ClusterNode::Impl {
   }
 
   ProposeResult LocalPropose(const RequestId& id, std::string command, int timeout_ms);
+  ProposeResult LocalReadIndex(int timeout_ms);
+  // The controller's read index (MetadataQuorum::ReadIndex), from this node's own quorum when
+  // it is the controller, else through a ForwardKind::kReadIndex; Busy after `timeout_ms`.
+  Result<RaftIndex> ReadIndex(int timeout_ms);
   Result<RaftIndex> Propose(const RequestId& id, const std::vector<MetadataRecord>& records,
                             int timeout_ms);
   Result<RaftIndex> Propose(const std::vector<MetadataRecord>& records) {
@@ -303,6 +317,58 @@ ProposeResult ClusterNode::Impl::LocalPropose(const RequestId& id, std::string c
     return r;
   }
   return future.get();
+}
+
+ProposeResult ClusterNode::Impl::LocalReadIndex(int timeout_ms) {
+  auto promise = std::make_shared<std::promise<ProposeResult>>();
+  auto future = promise->get_future();
+  quorum->ReadIndex([promise](ProposeResult r) { promise->set_value(std::move(r)); });
+  if (future.wait_for(std::chrono::milliseconds(timeout_ms)) != std::future_status::ready) {
+    ProposeResult r;
+    r.outcome = ProposeOutcome::kOutcomeUnknown;
+    r.message = "no read index within " + std::to_string(timeout_ms) + " ms";
+    return r;
+  }
+  return future.get();
+}
+
+Result<RaftIndex> ClusterNode::Impl::ReadIndex(int timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string last = "no controller is known yet";
+  auto remaining = [&] {
+    return static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+  };
+  while (remaining() > 0) {
+    if (Stopping()) return Status::Busy("the node is shutting down");
+    std::optional<NodeId> leader = quorum->leader();
+    if (!leader) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20, remaining())));
+      continue;
+    }
+    ProposeResult r;
+    if (*leader == options.node_id) {
+      r = LocalReadIndex(remaining());
+    } else {
+      std::optional<Voter> to = FindVoter(options.voters, *leader);
+      if (!to) return Status::Internal("the leader is not in the voter list");
+      auto fr = ForwardPropose(*to, options.node_id,
+                               ForwardRequest{Uuid(), "", ForwardKind::kReadIndex}, remaining());
+      if (!fr.ok()) {
+        last = fr.status().ToString();
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, remaining())));
+        continue;
+      }
+      r = std::move(fr).value();
+    }
+    if (r.outcome == ProposeOutcome::kApplied) return r.index;
+    last = std::string(ProposeOutcomeName(r.outcome)) +
+           (r.message.empty() ? "" : ": " + r.message);
+    if (r.outcome == ProposeOutcome::kShutdown) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20, remaining())));
+  }
+  return Status::Busy("no read index from the controller within " + std::to_string(timeout_ms) +
+                      " ms (" + last + ")");
 }
 
 Result<RaftIndex> ClusterNode::Impl::Propose(const RequestId& id,
@@ -470,6 +536,9 @@ void ClusterNode::Impl::ServePeer(NodeId sender, int fd) {
         r.outcome = ProposeOutcome::kNotLeader;
         r.leader_hint = quorum->leader();
       }
+    } else if (req->kind == ForwardKind::kReadIndex) {
+      // LocalReadIndex answers kNotLeader (with a hint) on any node but the ready controller.
+      r = LocalReadIndex(options.read_barrier_timeout_ms);
     } else if (req->kind == ForwardKind::kFetchMetadata) {
       auto have = DecodeMetadataFetch(req->command);
       if (!have.ok()) {
@@ -569,6 +638,7 @@ void ClusterNode::Impl::MemberLoop() {
 }
 
 void ClusterNode::Impl::OnImageChanged() {
+  read_barrier.Applied();
   std::lock_guard<std::mutex> lock(mu);
   image_changed = true;
   if (replicas) replicas->Wake();
@@ -1190,6 +1260,9 @@ Result<std::shared_ptr<storage::PartitionLog>> ImageStore::OpenLog(const std::st
 }
 
 Result<ProducerId> BlockProducerIds::Allocate() {
+  // First the image must hold every reservation committed before this call (a node learns of
+  // one only as its image applies it): a read barrier, shared with the calls made meanwhile.
+  SILT_TRY(node_->read_barrier.Wait(node_->options.read_barrier_timeout_ms));
   std::lock_guard<std::mutex> lock(mu_);
   // Ids of the block held that a reservation made since covers are skipped.
   const int64_t reserved = node_->image()->reserved_producer_id().value();

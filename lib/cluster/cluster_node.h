@@ -28,7 +28,12 @@
 //   ProducerIdsRecord with reserved_producer_id, through the end of their block): every node
 //   skips the reserved ids from then on, in the block it holds too, once its image has the
 //   record (the leader that appended before it answers; another node as soon as the metadata
-//   log reaches it).
+//   log reaches it). So before it hands out an id, a node passes a read barrier
+//   (read_barrier.h): the controller confirms it still leads and names its commit index, and
+//   the node waits for its image to apply that far; a reservation acknowledged before the
+//   InitProducerId arrived is then in the image it checks. One round trip to the controller
+//   serves every InitProducerId that arrived before it was sent; past read_barrier_timeout_ms
+//   the request is answered with a retriable error (Status::Busy: COORDINATOR_LOAD_IN_PROGRESS).
 // - Liveness: every broker.heartbeat.interval.ms a node sends a heartbeat to the controller
 //   (from a thread of its own; the answer counts once the node's image has the controller's);
 //   the ready controller proposes what its Controller (controller.h) decides: fencing and
@@ -76,6 +81,11 @@ struct ClusterNodeOptions {
   unsigned election_timeout_ms = 500;
   unsigned heartbeat_timeout_ms = 100;
   int proposal_timeout_ms = 15000;
+  // How long a producer id waits for the read barrier (see Producer ids above).
+  int read_barrier_timeout_ms = 2000;
+  // For tests: called on the quorum's thread before each metadata command is applied to this
+  // node's image (it may block there, holding the image back).
+  std::function<void()> before_apply;
   // Called once, from a cluster thread, when this node must not go on (another cluster id).
   std::function<void(const Status&)> on_fatal;
 };

@@ -126,7 +126,7 @@ Result<ForwardRequest> DecodeForwardRequest(std::string_view body) {
   ForwardRequest out;
   int8_t kind = 0;
   if (!r.I8(&kind)) return Status::Corruption("ForwardRequest: short header");
-  if (kind < 0 || kind > 3) return Status::Corruption("ForwardRequest: kind " + std::to_string(kind));
+  if (kind < 0 || kind > 4) return Status::Corruption("ForwardRequest: kind " + std::to_string(kind));
   out.kind = static_cast<ForwardKind>(kind);
   if (!GetUuid(r, &out.id)) return Status::Corruption("ForwardRequest: short request id");
   out.command = std::string(r.rest());

@@ -8,7 +8,8 @@
 //
 //   connection => Preamble("SILTPEER", sender)  then requests and responses, one at a time
 //   ForwardRequest  => length int32 (of the rest), version int16 (1), kind int8 (0 propose,
-//                      1 heartbeat, 2 shutdown, 3 fetch metadata), request_id uuid, command bytes (the rest:
+//                      1 heartbeat, 2 shutdown, 3 fetch metadata, 4 read index), request_id
+//                      uuid, command bytes (the rest:
 //                      metadata_records.h's Command; empty for a heartbeat; for a shutdown
 //                      the sender's incarnation id, 16 bytes)
 //   ForwardResponse => length int32, version int16 (1), outcome int8 (ProposeOutcome order:
@@ -22,6 +23,10 @@
 // move every leadership of the sender (of that incarnation) to other in-sync replicas and take
 // it out of the ISRs where it is not the last member (controller.h); the answer is kApplied
 // once the ready controller has noted it, and the sender watches its image for the moves.
+// A read index (Raft's ReadIndex; MetadataQuorum::ReadIndex) asks the controller for an index
+// at or above everything committed when it answers, the controller having confirmed with a
+// majority that it still leads: kApplied with that index, kNotLeader (with a hint) elsewhere.
+// The sender then waits for its own image to reach it (a read barrier, cluster/read_barrier.h).
 // A frame longer than kMaxForwardFrame is a protocol error and closes the connection.
 #pragma once
 
@@ -41,7 +46,13 @@ inline constexpr size_t kMaxForwardFrame = 4 << 20;
 // kFetchMetadata: a broker-only node's request for the controller's image
 // (metadata_observer.h): the command is the index it holds; the answer kApplied at the
 // controller's applied index, with the term and, when that index is newer, the snapshot.
-enum class ForwardKind : int8_t { kPropose = 0, kHeartbeat = 1, kShutdown = 2, kFetchMetadata = 3 };
+enum class ForwardKind : int8_t {
+  kPropose = 0,
+  kHeartbeat = 1,
+  kShutdown = 2,
+  kFetchMetadata = 3,
+  kReadIndex = 4,
+};
 
 struct ForwardRequest {
   RequestId id;

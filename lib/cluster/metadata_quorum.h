@@ -91,6 +91,18 @@ class MetadataQuorum {
   // Proposes `command`. Thread-safe, never blocks; `done` runs exactly once on the executor,
   // with the outcome. Only a ready leader accepts proposals (kNotLeader otherwise).
   virtual void Propose(RequestId id, std::string command, ProposeCallback done) = 0;
+  // Raft's ReadIndex: the ready leader appends a barrier entry of its term and, once it has
+  // committed and been applied (so the node was still the leader when it was appended: a
+  // majority took it), answers kApplied with the barrier's index. Every entry committed before
+  // the call is at or below that index. Thread-safe, never blocks; `done` runs once on the
+  // executor. kNotLeader (with a hint) anywhere but on the ready leader, as for Propose.
+  virtual void ReadIndex(ProposeCallback done) {
+    ProposeResult r;
+    r.outcome = ProposeOutcome::kNotLeader;
+    r.leader_hint = leader();
+    r.message = "not the leader";
+    done(std::move(r));
+  }
 
   virtual NodeId node_id() const = 0;
   // The latest values seen on the quorum's thread (may lag it by a few milliseconds).

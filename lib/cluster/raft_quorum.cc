@@ -79,6 +79,7 @@ struct PendingProposal {
   RequestId id;
   std::string command;
   ProposeCallback done;
+  bool read_index = false;  // a ReadIndex, not a command
 };
 
 }  // namespace
@@ -312,6 +313,63 @@ struct RaftQuorum::Impl {
     }
   }
 
+  // ---- read index (loop thread) ----
+
+  struct ReadReq {
+    struct raft_barrier req {};
+    Impl* self = nullptr;
+    raft_term term = 0;
+    ProposeCallback done;
+  };
+
+  static void ReadIndexDone(struct raft_barrier* req, int status) {
+    auto* q = static_cast<ReadReq*>(req->data);
+    Impl* self = q->self;
+    ProposeResult res;
+    if (status == 0 && self->r.current_term == q->term) {
+      // Committed in the term it was appended in: this node led when it appended it.
+      res.outcome = ProposeOutcome::kApplied;
+      res.index = RaftIndex(req->index);
+    } else {
+      res.outcome = ProposeOutcome::kNotLeader;
+      int32_t l = self->leader_id.load();
+      if (l != 0 && l != self->opts.node_id.value()) res.leader_hint = NodeId(l);
+      res.message = status == 0 ? "the term changed" : raft_strerror(status);
+    }
+    self->Complete(q->done, std::move(res));
+    delete q;
+  }
+
+  void ReadIndexNow(PendingProposal p) {
+    ProposeResult res;
+    if (stopping_loop) {
+      res.outcome = ProposeOutcome::kShutdown;
+      res.message = "the quorum is stopping";
+      Complete(p.done, std::move(res));
+      return;
+    }
+    if (raft_state(&r) != RAFT_LEADER || ready_term != r.current_term) {
+      res.outcome = ProposeOutcome::kNotLeader;
+      int32_t l = leader_id.load();
+      if (l != 0 && l != opts.node_id.value()) res.leader_hint = NodeId(l);
+      res.message = "not the ready leader";
+      Complete(p.done, std::move(res));
+      return;
+    }
+    auto* q = new ReadReq;
+    q->self = this;
+    q->term = r.current_term;
+    q->done = std::move(p.done);
+    q->req.data = q;
+    int rv = raft_barrier(&r, &q->req, ReadIndexDone);
+    if (rv != 0) {
+      res.outcome = rv == RAFT_NOTLEADER ? ProposeOutcome::kNotLeader : ProposeOutcome::kRejected;
+      res.message = raft_strerror(rv);
+      Complete(q->done, std::move(res));
+      delete q;
+    }
+  }
+
   // ---- leadership (loop thread) ----
 
   struct BarrierReq {
@@ -445,7 +503,13 @@ struct RaftQuorum::Impl {
       stop = self->stop_requested;
     }
     self->Refresh();
-    for (auto& p : batch) self->ProposeNow(std::move(p));
+    for (auto& p : batch) {
+      if (p.read_index) {
+        self->ReadIndexNow(std::move(p));
+      } else {
+        self->ProposeNow(std::move(p));
+      }
+    }
     if (stop && !self->stopping_loop) self->BeginStop();
   }
 
@@ -658,6 +722,21 @@ void RaftQuorum::Propose(RequestId id, std::string command, ProposeCallback done
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (!impl_->stop_requested) {
       impl_->queue.push_back(PendingProposal{id, std::move(command), std::move(done)});
+      uv_async_send(&impl_->wake);
+      return;
+    }
+  }
+  ProposeResult res;
+  res.outcome = ProposeOutcome::kShutdown;
+  res.message = "the quorum is stopped";
+  impl_->Complete(done, std::move(res));
+}
+
+void RaftQuorum::ReadIndex(ProposeCallback done) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->stop_requested) {
+      impl_->queue.push_back(PendingProposal{RequestId(), std::string(), std::move(done), true});
       uv_async_send(&impl_->wake);
       return;
     }

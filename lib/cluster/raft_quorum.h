@@ -64,6 +64,7 @@ class RaftQuorum final : public MetadataQuorum {
   RaftQuorum& operator=(const RaftQuorum&) = delete;
 
   void Propose(RequestId id, std::string command, ProposeCallback done) override;
+  void ReadIndex(ProposeCallback done) override;
   NodeId node_id() const override;
   RaftIndex committed_index() const override;
   RaftIndex applied_index() const override;

@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <future>
+#include <optional>
 #include <set>
 
 #include "base/file.h"
@@ -56,6 +59,11 @@ TEST_CASE("a forwarded proposal and its answer round-trip through their encoding
   auto beat_back = DecodeForwardRequest(std::string_view(beat_frame).substr(4));
   REQUIRE(beat_back.ok());
   CHECK(beat_back->kind == ForwardKind::kHeartbeat);
+  std::string read_frame =
+      EncodeForwardRequest(ForwardRequest{Uuid(), "", ForwardKind::kReadIndex});
+  auto read_back = DecodeForwardRequest(std::string_view(read_frame).substr(4));
+  REQUIRE(read_back.ok());
+  CHECK(read_back->kind == ForwardKind::kReadIndex);
   ForwardRequest bye{RandomUuid(), std::string(16, 'i'), ForwardKind::kShutdown};
   std::string bye_frame = EncodeForwardRequest(bye);
   auto bye_back = DecodeForwardRequest(std::string_view(bye_frame).substr(4));
@@ -240,6 +248,13 @@ TEST_CASE("a one-voter cluster node serves topics from the image and keeps their
   CHECK(hb->outcome == ProposeOutcome::kApplied);
   CHECK(hb->index >= fr->index);
   CHECK(hb->index.value() > 0);
+  // A read index: the controller confirms it still leads (a barrier entry of its term
+  // committed) and answers an index at or above everything committed before it was asked.
+  auto ri = ForwardPropose(self, NodeId(1), ForwardRequest{Uuid(), "", ForwardKind::kReadIndex},
+                           5000);
+  REQUIRE_MESSAGE(ri.ok(), ri.status().ToString());
+  CHECK(ri->outcome == ProposeOutcome::kApplied);
+  CHECK(ri->index > hb->index);
 
   // Producer ids come in blocks from the metadata log.
   broker::ProducerIdAllocator* pids = node->producer_ids();
@@ -502,4 +517,146 @@ TEST_CASE("a cluster node keeps dynamic broker configs in its metadata log, acro
   node->reset();
   REQUIRE((*local)->Close().ok());
   std::filesystem::remove_all(dir);
+}
+
+// The read barrier before a producer id: a node learns of a reservation (producer ids copied
+// into a mirror topic) only when its image applies it. A follower whose image is held behind
+// the reservation must not answer InitProducerId from the block it holds: it asks the
+// controller for its commit index and waits for its image to get there, or, past its timeout,
+// answers a retriable error.
+TEST_CASE(
+    "a follower whose image is held behind a reservation waits for it before handing out a "
+    "producer id, and never hands out a reserved one") {
+  using namespace silt::cluster::testing;
+  broker::SetLogLevel(broker::LogLevel::kError);
+  std::vector<Voter> voters;
+  for (int i = 1; i <= 3; ++i) voters.push_back(Voter{NodeId(i), "127.0.0.1", FreePort()});
+  // The apply gate: while `hold` is set, node `held` applies nothing.
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool hold = false;
+  std::atomic<int> held{0};
+  struct Member {
+    std::string dir;
+    std::unique_ptr<broker::LocalMetadataStore> local;
+    std::optional<broker::NodeIdentity> identity;
+    std::unique_ptr<ClusterNode> node;
+  };
+  std::vector<Member> members(3);
+  for (int i = 0; i < 3; ++i) {
+    Member& m = members[i];
+    m.dir = ScratchDir();
+    broker::BrokerConfig config;
+    config.data_dir = m.dir;
+    config.node_id = i + 1;
+    ClusterNodeOptions o;
+    o.node_id = NodeId(i + 1);
+    o.voters = voters;
+    o.cluster_id = "barrier-cluster";
+    o.config = config;
+    o.election_timeout_ms = 300;
+    o.heartbeat_timeout_ms = 30;
+    o.proposal_timeout_ms = 10000;
+    o.read_barrier_timeout_ms = 1500;
+    o.before_apply = [&, id = i + 1] {
+      std::unique_lock<std::mutex> l(gate_mu);
+      gate_cv.wait(l, [&] { return !hold || held.load() != id; });
+    };
+    auto created = ClusterNode::Create(o);
+    REQUIRE_MESSAGE(created.ok(), created.status().ToString());
+    m.node = std::move(created).value();
+    auto local = broker::LocalMetadataStore::Open(config, NodeId(i + 1));
+    REQUIRE(local.ok());
+    m.local = std::move(local).value();
+    auto identity = broker::NodeIdentity::Load(m.dir, NodeId(i + 1), "barrier-cluster");
+    REQUIRE(identity.ok());
+    m.identity = *identity;
+    m.identity->advertised_host = "127.0.0.1";
+    m.identity->advertised_port = static_cast<uint16_t>(19990 + i);
+  }
+  for (Member& m : members) {
+    REQUIRE(m.node->Start(m.local.get(), &*m.identity).ok());
+    m.node->Serving({});
+  }
+  for (Member& m : members)
+    REQUIRE(WaitUntil([&] { return m.node->metadata().Brokers().size() == 3; }, kElectionLimit));
+  std::optional<NodeId> controller = members[0].node->metadata().Controller();
+  REQUIRE(controller.has_value());
+  ClusterNode& leader = *members[controller->value() - 1].node;
+  const int f = controller->value() == 1 ? 2 : 1;
+  ClusterNode& follower = *members[f - 1].node;
+  auto release = [&] {
+    {
+      std::lock_guard<std::mutex> l(gate_mu);
+      hold = false;
+    }
+    gate_cv.notify_all();
+  };
+
+  // The follower takes a block of ids; then its image is held back while the controller
+  // reserves the ids of that block (a mirror topic got batches carrying them).
+  auto first = follower.producer_ids()->Allocate();
+  REQUIRE_MESSAGE(first.ok(), first.status().ToString());
+  held = f;
+  {
+    std::lock_guard<std::mutex> l(gate_mu);
+    hold = true;
+  }
+  REQUIRE(leader.producer_ids()->ReserveThrough(ProducerId(first->value() + 10)).ok());
+  const int64_t reserved = (first->value() / 1000 + 1) * 1000 - 1;  // through the block's end
+  auto next = std::async(std::launch::async, [&] { return follower.producer_ids()->Allocate(); });
+  // Without the barrier it would answer at once, with first + 1, an id now reserved.
+  CHECK(next.wait_for(400ms) == std::future_status::timeout);
+  release();
+  auto got = next.get();
+  REQUIRE_MESSAGE(got.ok(), got.status().ToString());
+  CHECK(got->value() > reserved);
+
+  // Held back for longer than read_barrier_timeout_ms: a retriable Busy
+  // (COORDINATOR_LOAD_IN_PROGRESS on the wire), and an id above the reservation once caught up.
+  {
+    std::lock_guard<std::mutex> l(gate_mu);
+    hold = true;
+  }
+  REQUIRE(leader.producer_ids()->ReserveThrough(ProducerId(got->value() + 5000)).ok());
+  const auto start = std::chrono::steady_clock::now();
+  auto late = follower.producer_ids()->Allocate();
+  CHECK(late.status().IsBusy());
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  release();
+  auto after = follower.producer_ids()->Allocate();
+  REQUIRE_MESSAGE(after.ok(), after.status().ToString());
+  CHECK(after->value() > got->value() + 5000);
+  // Several at once, the image held back meanwhile: each waits, each gets an id of its own
+  // above every reservation.
+  {
+    std::lock_guard<std::mutex> l(gate_mu);
+    hold = true;
+  }
+  REQUIRE(leader.producer_ids()->ReserveThrough(ProducerId(after->value() + 2000)).ok());
+  std::vector<std::future<Result<ProducerId>>> many;
+  for (int i = 0; i < 8; ++i)
+    many.push_back(
+        std::async(std::launch::async, [&] { return follower.producer_ids()->Allocate(); }));
+  std::this_thread::sleep_for(200ms);
+  release();
+  std::set<int64_t> ids;
+  for (auto& m : many) {
+    auto id = m.get();
+    REQUIRE_MESSAGE(id.ok(), id.status().ToString());
+    CHECK(id->value() > after->value() + 2000);
+    ids.insert(id->value());
+  }
+  CHECK(ids.size() == 8);
+  // The controller passes the barrier too (its own quorum confirms it still leads).
+  auto own = leader.producer_ids()->Allocate();
+  REQUIRE_MESSAGE(own.ok(), own.status().ToString());
+  CHECK(own->value() > after->value() + 2000);
+
+  for (Member& m : members) m.node->Stop();
+  for (Member& m : members) {
+    m.node.reset();
+    REQUIRE(m.local->Close().ok());
+    std::filesystem::remove_all(m.dir);
+  }
 }
