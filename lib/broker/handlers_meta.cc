@@ -161,6 +161,11 @@ Status HandleInitProducerId(BrokerContext& ctx, std::shared_ptr<Request> req, Re
       resp.producer_id = pid->value();
       resp.producer_epoch = 0;
       LogDebug("producer id " + std::to_string(pid->value()) + " for " + req->peer);
+    } else if (pid.status().IsBusy()) {
+      // Not now (a cluster node whose metadata has not caught up, no controller in reach):
+      // Kafka's own answer while its producer-id block is not ready, which clients retry.
+      LogWarn("producer id for " + req->peer + " not yet: " + pid.status().ToString());
+      resp.error_code = Wire(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
     } else {
       LogError("allocating a producer id: " + pid.status().ToString());
       resp.error_code = Wire(protocol::ErrorCodeFromStatus(pid.status()));
