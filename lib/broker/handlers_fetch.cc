@@ -86,6 +86,21 @@ std::optional<std::string> TopicNameForId(MetadataStore& metadata, const Uuid& i
   return name;
 }
 
+// A requested partition as a session keeps it (what the client heard of it still unknown).
+SessionPartition SessionPartitionOf(const std::string& topic, const Uuid& topic_id,
+                                    const protocol::FetchRequest::Partition& p) {
+  SessionPartition sp;
+  sp.topic = topic;
+  sp.topic_id = topic_id;
+  sp.partition = p.partition;
+  sp.fetch_offset = p.fetch_offset;
+  sp.partition_max_bytes = p.partition_max_bytes;
+  sp.current_leader_epoch = p.current_leader_epoch;
+  sp.last_fetched_epoch = p.last_fetched_epoch;
+  sp.log_start_offset = p.log_start_offset;
+  return sp;
+}
+
 // One Fetch request waiting for min_bytes of records or max_wait_ms. Lives on its
 // connection's strand. A consumer's fetch reads committed records and is re-evaluated at each
 // move of its partitions' high watermarks; a follower's (replica_id >= 0, on that replica's
@@ -341,15 +356,7 @@ class DelayedFetch : public DelayedOperation {
       const auto& answered = resp->responses[ti].partitions;
       for (size_t pi = 0; pi < t.partitions.size(); ++pi) {
         const auto& p = t.partitions[pi];
-        SessionPartition sp;
-        sp.topic = names_[ti];
-        sp.topic_id = t.topic_id;
-        sp.partition = p.partition;
-        sp.fetch_offset = p.fetch_offset;
-        sp.partition_max_bytes = p.partition_max_bytes;
-        sp.current_leader_epoch = p.current_leader_epoch;
-        sp.last_fetched_epoch = p.last_fetched_epoch;
-        sp.log_start_offset = p.log_start_offset;
+        SessionPartition sp = SessionPartitionOf(names_[ti], t.topic_id, p);
         if (pi < answered.size()) {
           sp.high_watermark = answered[pi].high_watermark;
           sp.last_stable_offset = answered[pi].last_stable_offset;
@@ -408,16 +415,7 @@ void ApplyToSession(BrokerContext& ctx, FetchSession& session, int16_t version,
     std::string name = t.topic;
     if (version >= 13) name = TopicNameForId(ctx.metadata, t.topic_id).value_or("");
     for (const auto& p : t.partitions) {
-      SessionPartition sp;
-      sp.topic = name;
-      sp.topic_id = t.topic_id;
-      sp.partition = p.partition;
-      sp.fetch_offset = p.fetch_offset;
-      sp.partition_max_bytes = p.partition_max_bytes;
-      sp.current_leader_epoch = p.current_leader_epoch;
-      sp.last_fetched_epoch = p.last_fetched_epoch;
-      sp.log_start_offset = p.log_start_offset;
-      session.Upsert(sp);
+      session.Upsert(SessionPartitionOf(name, t.topic_id, p));
     }
   }
   for (const auto& f : request->forgotten_topics_data) {
