@@ -30,8 +30,19 @@ void* operator new(size_t n) {
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
+// The nothrow forms too (std::stable_sort's temporary buffer uses one): every form that can
+// reach the deletes below must come from malloc, or a sanitizer's own operator new would be
+// paired with free.
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return ::operator new(n);
+  } catch (...) {
+    return nullptr;
+  }
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace {
 
