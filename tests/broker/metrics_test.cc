@@ -1,10 +1,15 @@
-// /metrics on an in-process broker: scraped over HTTP before and after a produce, the request,
-// byte, record, connection and partition series move; anything but GET /metrics is 404. Error
+// /metrics on an in-process broker: scraped over HTTP (cpp-httplib's client, and raw bytes for
+// what a client library will not send) before and after a produce, the request, byte, record,
+// connection and partition series move; any other path is 404, any other method 405. Error
 // codes are counted from every API's responses; partitions, groups, delayed operations, storage
 // flushes and rolls, and a leader's view of its followers show up as series. The registry is
 // the process's, shared by every broker of the test binary, so counters are compared before
 // and after.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <regex>
@@ -131,7 +136,106 @@ TEST_CASE("metrics move after a produce and are served only at GET /metrics") {
   CHECK(other->status == 404);
   auto post = http.Post("/metrics", "x", "text/plain");
   REQUIRE(post);
-  CHECK(post->status == 404);
+  CHECK(post->status == 405);
+  CHECK(post->get_header_value("Allow") == "GET, HEAD");
+  auto head = http.Head("/metrics");
+  REQUIRE(head);
+  CHECK(head->status == 200);
+  CHECK(head->body.empty());
+  CHECK(std::stoul(head->get_header_value("Content-Length")) > 0);
+}
+
+namespace {
+
+// A plain TCP connection to the metrics port, for what an HTTP client library will not send.
+class RawHttp {
+ public:
+  explicit RawHttp(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawHttp() { ::close(fd_); }
+  void Send(const std::string& bytes) {
+    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(bytes.size()));
+  }
+  // Everything until the server closes the connection (or 5 s pass).
+  std::string ReadToClose() {
+    std::string out;
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return out;
+      out.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("the metrics server keeps a connection alive, answers pipelined requests in order, and "
+          "closes on a bad or oversized request while it goes on serving") {
+  TestBroker b(WithMetrics());
+  const int port = b.server->metrics_port();
+  {
+    // Two pipelined requests on one connection, the second asking to close: two answers, in
+    // order, then the close.
+    RawHttp c(port);
+    c.Send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+           "HEAD /metrics?name=x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const std::string got = c.ReadToClose();
+    CHECK(CountOf(got, "HTTP/1.1 200 OK\r\n") == 2);
+    CHECK(got.find("Connection: keep-alive") < got.find("Connection: close"));
+    CHECK(got.find("silt_connections") != std::string::npos);
+  }
+  {
+    // HTTP/1.0 closes after one answer unless asked to keep alive.
+    RawHttp c(port);
+    c.Send("GET /metrics HTTP/1.0\r\n\r\n");
+    CHECK(CountOf(c.ReadToClose(), "HTTP/1.1 200 OK") == 1);
+  }
+  {
+    RawHttp c(port);
+    c.Send("NONSENSE\r\n\r\n");
+    CHECK(c.ReadToClose().rfind("HTTP/1.1 400 ", 0) == 0);
+  }
+  {
+    RawHttp c(port);
+    c.Send("GET /metrics HTTP/2.0\r\n\r\n");
+    CHECK(c.ReadToClose().rfind("HTTP/1.1 400 ", 0) == 0);
+  }
+  {
+    // A head that never ends within the limit is answered 431 and closed.
+    RawHttp c(port);
+    c.Send("GET /metrics HTTP/1.1\r\nX-Filler: " + std::string(20000, 'a'));
+    CHECK(c.ReadToClose().rfind("HTTP/1.1 431 ", 0) == 0);
+  }
+  {
+    // A request with a body is answered and the connection closed (the body is not read).
+    RawHttp c(port);
+    c.Send("PUT /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+    const std::string got = c.ReadToClose();
+    CHECK(got.rfind("HTTP/1.1 405 ", 0) == 0);
+    CHECK(got.find("Connection: close") != std::string::npos);
+  }
+  // And the server still answers.
+  CHECK(Scrape(port).find("silt_connections") != std::string::npos);
 }
 
 TEST_CASE("error codes are counted from every API's responses, top level and per partition") {
