@@ -54,7 +54,7 @@ for name in $(printf '%s\n' "$after" | awk '$1 == "#" && $2 == "TYPE" {print $3}
 done
 assert_eq "" "$undocumented" "every exported metric is in man/silt-serve.1 (METRICS)"
 assert_eq 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://$M/")" "/ is 404"
-assert_eq 404 "$(curl -s -o /dev/null -w '%{http_code}' -d x "http://$M/metrics")" "POST is 404"
+assert_eq 405 "$(curl -s -o /dev/null -w '%{http_code}' -d x "http://$M/metrics")" "POST is 405"
 
 expect_fail 2 "a bad --metrics" "$SILT" serve -d "$TMP/other" --listen 127.0.0.1:0 \
   --metrics nowhere
