@@ -2,9 +2,8 @@
 // and a small blocking client that speaks the protocol through lib/protocol's codecs.
 #pragma once
 
-#include <doctest/doctest.h>
-
 #include <arpa/inet.h>
+#include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -162,9 +161,9 @@ class Client {
     REQUIRE(Receive(resp, version) == id);
   }
 
-  // True when the broker closes the connection within `timeout_ms` (reading and discarding
-  // anything it still sends).
-  bool ClosedByPeer(int timeout_ms = 5000) {
+  // True when the peer closes the connection within `timeout_ms` of quiet; what it still sent
+  // before that is appended to *out when given.
+  bool ReadUntilClosed(std::string* out, int timeout_ms = 5000) {
     for (;;) {
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, timeout_ms) <= 0) return false;
@@ -172,8 +171,13 @@ class Client {
       ssize_t r = ::recv(fd_, buf, sizeof buf, 0);
       if (r == 0) return true;
       if (r < 0) return errno == ECONNRESET;
+      if (out != nullptr) out->append(buf, static_cast<size_t>(r));
     }
   }
+
+  // True when the broker closes the connection within `timeout_ms` (reading and discarding
+  // anything it still sends).
+  bool ClosedByPeer(int timeout_ms = 5000) { return ReadUntilClosed(nullptr, timeout_ms); }
 
   int fd() const { return fd_; }
 
@@ -218,9 +222,8 @@ inline protocol::ProduceRequest MakeProduce(const std::string& topic, int32_t pa
   return p;
 }
 
-inline protocol::FetchRequest MakeFetch(const std::string& topic, int32_t partition,
-                                        int64_t offset, int32_t max_wait_ms = 0,
-                                        int32_t min_bytes = 1) {
+inline protocol::FetchRequest MakeFetch(const std::string& topic, int32_t partition, int64_t offset,
+                                        int32_t max_wait_ms = 0, int32_t min_bytes = 1) {
   protocol::FetchRequest f;
   f.max_wait_ms = max_wait_ms;
   f.min_bytes = min_bytes;

@@ -5,11 +5,7 @@
 // flushes and rolls, and a leader's view of its followers show up as series. The registry is
 // the process's, shared by every broker of the test binary, so counters are compared before
 // and after.
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <regex>
@@ -147,39 +143,12 @@ TEST_CASE("metrics move after a produce and are served only at GET /metrics") {
 
 namespace {
 
-// A plain TCP connection to the metrics port, for what an HTTP client library will not send.
-class RawHttp {
- public:
-  explicit RawHttp(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd_ >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    timeval tv{5, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-  ~RawHttp() { ::close(fd_); }
-  void Send(const std::string& bytes) {
-    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-            static_cast<ssize_t>(bytes.size()));
-  }
-  // Everything until the server closes the connection (or 5 s pass).
-  std::string ReadToClose() {
-    std::string out;
-    char buf[4096];
-    for (;;) {
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return out;
-      out.append(buf, static_cast<size_t>(n));
-    }
-  }
-
- private:
-  int fd_ = -1;
-};
+// What the server sends on `c` until it closes the connection (or 5 s pass without a byte).
+std::string ReadToClose(Client& c) {
+  std::string out;
+  CHECK(c.ReadUntilClosed(&out));
+  return out;
+}
 
 int CountOf(const std::string& text, const std::string& what) {
   int n = 0;
@@ -189,48 +158,50 @@ int CountOf(const std::string& text, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("the metrics server keeps a connection alive, answers pipelined requests in order, and "
-          "closes on a bad or oversized request while it goes on serving") {
+TEST_CASE(
+    "the metrics server keeps a connection alive, answers pipelined requests in order, and "
+    "closes on a bad or oversized request while it goes on serving") {
   TestBroker b(WithMetrics());
   const int port = b.server->metrics_port();
   {
     // Two pipelined requests on one connection, the second asking to close: two answers, in
     // order, then the close.
-    RawHttp c(port);
-    c.Send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
-           "HEAD /metrics?name=x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    const std::string got = c.ReadToClose();
+    Client c(port);
+    REQUIRE(
+        c.SendRaw("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+                  "HEAD /metrics?name=x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    const std::string got = ReadToClose(c);
     CHECK(CountOf(got, "HTTP/1.1 200 OK\r\n") == 2);
     CHECK(got.find("Connection: keep-alive") < got.find("Connection: close"));
     CHECK(got.find("silt_connections") != std::string::npos);
   }
   {
     // HTTP/1.0 closes after one answer unless asked to keep alive.
-    RawHttp c(port);
-    c.Send("GET /metrics HTTP/1.0\r\n\r\n");
-    CHECK(CountOf(c.ReadToClose(), "HTTP/1.1 200 OK") == 1);
+    Client c(port);
+    REQUIRE(c.SendRaw("GET /metrics HTTP/1.0\r\n\r\n"));
+    CHECK(CountOf(ReadToClose(c), "HTTP/1.1 200 OK") == 1);
   }
   {
-    RawHttp c(port);
-    c.Send("NONSENSE\r\n\r\n");
-    CHECK(c.ReadToClose().rfind("HTTP/1.1 400 ", 0) == 0);
+    Client c(port);
+    REQUIRE(c.SendRaw("NONSENSE\r\n\r\n"));
+    CHECK(ReadToClose(c).rfind("HTTP/1.1 400 ", 0) == 0);
   }
   {
-    RawHttp c(port);
-    c.Send("GET /metrics HTTP/2.0\r\n\r\n");
-    CHECK(c.ReadToClose().rfind("HTTP/1.1 400 ", 0) == 0);
+    Client c(port);
+    REQUIRE(c.SendRaw("GET /metrics HTTP/2.0\r\n\r\n"));
+    CHECK(ReadToClose(c).rfind("HTTP/1.1 400 ", 0) == 0);
   }
   {
     // A head that never ends within the limit is answered 431 and closed.
-    RawHttp c(port);
-    c.Send("GET /metrics HTTP/1.1\r\nX-Filler: " + std::string(20000, 'a'));
-    CHECK(c.ReadToClose().rfind("HTTP/1.1 431 ", 0) == 0);
+    Client c(port);
+    REQUIRE(c.SendRaw("GET /metrics HTTP/1.1\r\nX-Filler: " + std::string(20000, 'a')));
+    CHECK(ReadToClose(c).rfind("HTTP/1.1 431 ", 0) == 0);
   }
   {
     // A request with a body is answered and the connection closed (the body is not read).
-    RawHttp c(port);
-    c.Send("PUT /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
-    const std::string got = c.ReadToClose();
+    Client c(port);
+    REQUIRE(c.SendRaw("PUT /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"));
+    const std::string got = ReadToClose(c);
     CHECK(got.rfind("HTTP/1.1 405 ", 0) == 0);
     CHECK(got.find("Connection: close") != std::string::npos);
   }
@@ -364,8 +335,9 @@ TEST_CASE("a waiting consumer fetch is counted until data arrives") {
   }));
 }
 
-TEST_CASE("a leader exports its followers' lag, under-min-ISR partitions and waiting acks=all "
-          "produces") {
+TEST_CASE(
+    "a leader exports its followers' lag, under-min-ISR partitions and waiting acks=all "
+    "produces") {
   HandClusterBroker b(WithMetrics());
   const int port = b.server->metrics_port();
   Client k(b.port);
