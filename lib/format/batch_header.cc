@@ -73,11 +73,11 @@ const char* CompressionName(Compression c) {
   return "unknown";
 }
 
-Status CheckBatchFraming(std::string_view data, const FramingLimits& limits, BatchHeader* out) {
-  if (data.size() < static_cast<size_t>(kMagicPrefixSize))
-    return Status::Truncated("batch header cut short after " + std::to_string(data.size()) +
-                             " bytes");
-  const char* p = data.data();
+namespace {
+
+// What the first kMagicPrefixSize bytes of a batch show: its magic, its batchLength (at least a
+// header) and its size (within the limit).
+Status CheckPrefix(const char* p, const FramingLimits& limits, int64_t* size) {
   int8_t magic = static_cast<int8_t>(p[kMagicOffset]);
   int32_t length = static_cast<int32_t>(DecodeBE32(p + kBatchLengthOffset));
   if (magic != kMagicV2)
@@ -85,28 +85,57 @@ Status CheckBatchFraming(std::string_view data, const FramingLimits& limits, Bat
   if (length < kBatchHeaderSize - kLogOverhead)
     return Status::Corruption("batchLength " + std::to_string(length) + " is below the minimum " +
                               std::to_string(kBatchHeaderSize - kLogOverhead));
-  int64_t size = kLogOverhead + static_cast<int64_t>(length);
-  if (size > limits.max_batch_size)
-    return Status::Corruption("batch of " + std::to_string(size) + " bytes exceeds the limit of " +
+  *size = kLogOverhead + static_cast<int64_t>(length);
+  if (*size > limits.max_batch_size)
+    return Status::Corruption("batch of " + std::to_string(*size) + " bytes exceeds the limit of " +
                               std::to_string(limits.max_batch_size));
-  if (static_cast<int64_t>(data.size()) < size)
-    return Status::Truncated("batch of " + std::to_string(size) + " bytes cut short after " +
-                             std::to_string(data.size()));
-  BatchHeader h = DecodeBatchHeader(data);
+  return Status::OK();
+}
+
+Status CheckCounts(const BatchHeader& h) {
   if (h.last_offset_delta < 0)
     return Status::Corruption("negative lastOffsetDelta " + std::to_string(h.last_offset_delta));
   if (h.records_count < 0)
     return Status::Corruption("negative recordsCount " + std::to_string(h.records_count));
-  if (limits.verify_crc) {
-    uint32_t actual = ComputeBatchCrc(data.substr(0, static_cast<size_t>(size)));
-    if (actual != h.crc) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "crc mismatch: stored 0x%08x, computed 0x%08x", h.crc, actual);
-      return Status::Corruption(buf);
-    }
-  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status CheckBatchFraming(std::string_view data, const FramingLimits& limits, BatchHeader* out) {
+  if (data.size() < static_cast<size_t>(kMagicPrefixSize))
+    return Status::Truncated("batch header cut short after " + std::to_string(data.size()) +
+                             " bytes");
+  int64_t size = 0;
+  SILT_TRY(CheckPrefix(data.data(), limits, &size));
+  if (static_cast<int64_t>(data.size()) < size)
+    return Status::Truncated("batch of " + std::to_string(size) + " bytes cut short after " +
+                             std::to_string(data.size()));
+  BatchHeader h = DecodeBatchHeader(data);
+  SILT_TRY(CheckCounts(h));
+  if (limits.verify_crc)
+    SILT_TRY(CheckBatchCrc(h, ComputeBatchCrc(data.substr(0, static_cast<size_t>(size)))));
   *out = h;
   return Status::OK();
+}
+
+Status CheckBatchHeader(std::string_view header, const FramingLimits& limits, BatchHeader* out) {
+  if (header.size() < static_cast<size_t>(kBatchHeaderSize))
+    return Status::Truncated("batch header cut short after " + std::to_string(header.size()) +
+                             " bytes");
+  int64_t size = 0;
+  SILT_TRY(CheckPrefix(header.data(), limits, &size));
+  BatchHeader h = DecodeBatchHeader(header);
+  SILT_TRY(CheckCounts(h));
+  *out = h;
+  return Status::OK();
+}
+
+Status CheckBatchCrc(const BatchHeader& h, uint32_t computed) {
+  if (computed == h.crc) return Status::OK();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "crc mismatch: stored 0x%08x, computed 0x%08x", h.crc, computed);
+  return Status::Corruption(buf);
 }
 
 }  // namespace silt::format

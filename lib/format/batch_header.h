@@ -75,4 +75,13 @@ struct FramingLimits {
 // On OK, *header is the decoded header and the batch is data[0, header->size()).
 Status CheckBatchFraming(std::string_view data, const FramingLimits& limits, BatchHeader* header);
 
+// The checks of CheckBatchFraming that need only the batch's header (its first kBatchHeaderSize
+// bytes, which `header` must hold): everything but the batch's end and its CRC. For a batch
+// checked as it streams by: its CRC is crc32c::Extend over bytes [kAttributesOffset, size()),
+// then CheckBatchCrc.
+Status CheckBatchHeader(std::string_view header, const FramingLimits& limits,
+                        BatchHeader* out);
+// Corruption ("crc mismatch ...") unless `computed` is h.crc.
+Status CheckBatchCrc(const BatchHeader& h, uint32_t computed);
+
 }  // namespace silt::format

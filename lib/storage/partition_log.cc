@@ -19,6 +19,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
@@ -554,36 +555,35 @@ Status PReadExactly(int fd, int64_t position, size_t length, char* out, const st
   return Status::OK();
 }
 
-// Bytes copied by one copy_file_range step of AppendCopiedWithOffsets, and read back at once
-// by its check, into a buffer of twice that (grown by a batch larger than the rest of it: the
-// first touch of each fresh page costs a fault). Half a MiB stays in the CPU's cache between
-// the copy and the check.
+// Bytes copied by one copy_file_range step of AppendCopiedWithOffsets; they are read back at
+// once, kCheckPiece at a time, into a buffer that stays in the CPU's cache, and checked as they
+// stream through it (a batch need not fit: its CRC is extended piece by piece).
 constexpr int64_t kCopyPiece = 512 << 10;
-constexpr size_t kCheckPiece = kCopyPiece;
+constexpr size_t kCheckPiece = 128 << 10;
 
 // Read-back buffers, shared by every log: a replicate goes through many logs in turn, and each
 // fresh page of a buffer costs a fault on its first touch.
 std::mutex g_windows_mu;
-std::vector<std::string> g_windows;
+std::vector<std::unique_ptr<char[]>> g_windows;
 
-std::string TakeWindow() {
+std::unique_ptr<char[]> TakeWindow() {
   std::lock_guard<std::mutex> l(g_windows_mu);
-  if (g_windows.empty()) return std::string();
-  std::string w = std::move(g_windows.back());
+  if (g_windows.empty()) return std::make_unique_for_overwrite<char[]>(kCheckPiece);
+  std::unique_ptr<char[]> w = std::move(g_windows.back());
   g_windows.pop_back();
   return w;
 }
 
-void GiveWindow(std::string&& w) {
-  if (w.size() > (8 << 20)) return;  // after a very large batch
+void GiveWindow(std::unique_ptr<char[]> w) {
   std::lock_guard<std::mutex> l(g_windows_mu);
   if (g_windows.size() < 4) g_windows.push_back(std::move(w));
 }
 
 // The check of a copy staged past the published end of a segment: reads back, from the
-// segment's own file, the bytes [0, total) of the copy as they land and checks each whole batch
-// (framing, CRC, offsets increasing from `expect`; the first one's header equal to `head`, read
-// from the source before the copy). Calls to Advance must come from one thread at a time.
+// segment's own file, the bytes [0, total) of the copy as they land and checks each batch as
+// its bytes go by (framing, CRC, offsets increasing from `expect`; the first one's header equal
+// to `head`, read from the source before the copy). Calls to Advance must come from one thread
+// at a time.
 class CopyChecker {
  public:
   struct Item {
@@ -592,76 +592,93 @@ class CopyChecker {
     int32_t epoch;
     int32_t records;
   };
-  CopyChecker(int fd, const std::string& path, int64_t start, int64_t total, Offset expect,
+  CopyChecker(int fd, const std::string& path, int64_t start, Offset expect,
               std::string_view head)
-      : fd_(fd), path_(path), start_(start), total_(total), expect_(expect), head_(head),
+      : fd_(fd), path_(path), start_(start), expect_(expect), head_(head),
         window_(TakeWindow()) {}
   ~CopyChecker() { GiveWindow(std::move(window_)); }
 
-  // Reads back and checks the copy up to `copied` bytes (every whole batch; at the end of the
-  // copy a batch cut short is an error).
+  // Reads back and checks the copy up to `copied` bytes. A batch not whole yet waits for the
+  // next call; at the end of the copy, checked() < the copy's size says one was cut short.
   Status Advance(int64_t copied) {
     while (read_ < copied) {
       const size_t n = static_cast<size_t>(std::min<int64_t>(kCheckPiece, copied - read_));
-      if (window_.size() < used_ + n) window_.resize(std::max(used_ + n, 2 * kCheckPiece));
-      SILT_TRY(PReadExactly(fd_, start_ + read_, n, window_.data() + used_, path_));
-      used_ += n;
+      SILT_TRY(PReadExactly(fd_, start_ + read_, n, window_.get(), path_));
       read_ += static_cast<int64_t>(n);
-      SILT_TRY(CheckWindow());
+      Status s = Consume(window_.get(), n);
+      if (!s.ok()) return s.WithContext("copied batch at byte " + std::to_string(checked_));
     }
     return Status::OK();
   }
-  int64_t read() const { return read_; }
   int64_t checked() const { return checked_; }
   const std::vector<Item>& items() const { return items_; }
 
  private:
-  // Checks the whole batches in window_[0, used_) and keeps the bytes of a cut one.
-  Status CheckWindow() {
-    size_t at = 0;
-    Status s;
-    while (at < used_) {
-      std::string_view rest = std::string_view(window_.data() + at, used_ - at);
-      if (read_ < total_) {
-        if (rest.size() < static_cast<size_t>(format::kLogOverhead)) break;
-        const int64_t size =
-            format::kLogOverhead +
-            static_cast<int32_t>(DecodeBE32(rest.data() + format::kBatchLengthOffset));
-        if (size > static_cast<int64_t>(rest.size()) && size <= limits_.max_batch_size) break;
+  // The next n bytes of the copy: a batch's header is gathered in header_ and checked whole,
+  // the rest of the batch only goes through its CRC.
+  Status Consume(const char* p, size_t n) {
+    constexpr size_t kHeader = format::kBatchHeaderSize;
+    while (n > 0) {
+      if (have_ < kHeader) {
+        const size_t k = std::min(n, kHeader - have_);
+        std::memcpy(header_ + have_, p, k);
+        have_ += k;
+        p += k;
+        n -= k;
+        if (have_ < kHeader) break;
+        SILT_TRY(StartBatch());
+      } else {
+        const size_t k = static_cast<size_t>(
+            std::min<int64_t>(static_cast<int64_t>(n), batch_.size() - static_cast<int64_t>(have_)));
+        crc_ = crc32c::Extend(crc_, p, k);
+        have_ += k;
+        p += k;
+        n -= k;
       }
-      format::BatchHeader h;
-      s = format::CheckBatchFraming(rest, limits_, &h);
-      if (s.ok() && h.base() < expect_)
-        s = Status::InvalidArgument("batch at offset " + std::to_string(h.base_offset) +
-                                    " is below the log end " + std::to_string(expect_.value()));
-      if (s.ok() && checked_ == 0 && rest.substr(0, head_.size()) != head_)
-        s = Status::OutOfRange("the source changed while it was copied (log truncated?)");
-      if (!s.ok()) return s.WithContext("copied batch at byte " + std::to_string(checked_));
-      BatchInfo info;
-      info.size = h.size();
-      info.base = h.base();
-      info.last = h.last();
-      info.max_timestamp = h.max_timestamp;
-      items_.push_back(
-          {static_cast<size_t>(checked_), info, h.partition_leader_epoch, h.records_count});
-      expect_ = h.next();
-      checked_ += h.size();
-      at += static_cast<size_t>(h.size());
+      if (static_cast<int64_t>(have_) == batch_.size()) SILT_TRY(EndBatch());
     }
-    std::memmove(window_.data(), window_.data() + at, used_ - at);
-    used_ -= at;
+    return Status::OK();
+  }
+
+  Status StartBatch() {
+    const std::string_view h(header_, format::kBatchHeaderSize);
+    SILT_TRY(format::CheckBatchHeader(h, limits_, &batch_));
+    if (batch_.base() < expect_)
+      return Status::InvalidArgument("batch at offset " + std::to_string(batch_.base_offset) +
+                                     " is below the log end " + std::to_string(expect_.value()));
+    if (checked_ == 0 && h.substr(0, head_.size()) != head_)
+      return Status::OutOfRange("the source changed while it was copied (log truncated?)");
+    crc_ = crc32c::Extend(0, header_ + format::kAttributesOffset,
+                          format::kBatchHeaderSize - format::kAttributesOffset);
+    return Status::OK();
+  }
+
+  Status EndBatch() {
+    SILT_TRY(format::CheckBatchCrc(batch_, crc_));
+    BatchInfo info;
+    info.size = batch_.size();
+    info.base = batch_.base();
+    info.last = batch_.last();
+    info.max_timestamp = batch_.max_timestamp;
+    items_.push_back({static_cast<size_t>(checked_), info, batch_.partition_leader_epoch,
+                      batch_.records_count});
+    expect_ = batch_.next();
+    checked_ += batch_.size();
+    have_ = 0;
     return Status::OK();
   }
 
   const int fd_;
   const std::string& path_;
   const int64_t start_;  // the copy's position in the file
-  const int64_t total_;
   Offset expect_;
   const std::string_view head_;
   format::FramingLimits limits_;
-  std::string window_;  // [0, used_) holds the bytes [checked_, read_) of the copy
-  size_t used_ = 0;
+  std::unique_ptr<char[]> window_;  // kCheckPiece bytes
+  char header_[format::kBatchHeaderSize];
+  size_t have_ = 0;  // bytes of the batch at checked_ seen so far
+  format::BatchHeader batch_;  // its header, once have_ >= kBatchHeaderSize
+  uint32_t crc_ = 0;
   int64_t read_ = 0;
   int64_t checked_ = 0;
   std::vector<Item> items_;
@@ -724,8 +741,8 @@ Result<AppendResult> PartitionLog::AppendCopiedWithOffsets(const std::vector<Fil
   // (CopyChecker). (Checking on a second thread, a piece behind the copy, was measured: it
   // cost more CPU than it saved, and more time than copying two partitions at once.)
   const int64_t start = act->size();
-  CopyChecker checker(act->log_file()->fd(), act->log_path(), start, total,
-                      Offset(im.log_end.load()), std::string_view(head, sizeof head));
+  CopyChecker checker(act->log_file()->fd(), act->log_path(), start, Offset(im.log_end.load()),
+                      std::string_view(head, sizeof head));
   {
     size_t slice = 0;
     int64_t in_slice = 0;  // bytes of from[slice] already copied

@@ -631,6 +631,91 @@ TEST_CASE(
   CHECK(std::filesystem::file_size(dst2_dir / SegName(0, ".log")) == 0);
 }
 
+void FlipByte(const std::string& file, int64_t at) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(at);
+  char c = 0;
+  f.read(&c, 1);
+  c ^= 1;
+  f.seekp(at);
+  f.write(&c, 1);
+  REQUIRE(f.good());
+}
+
+// A one-record batch of exactly `size` bytes (at least 8300: past that its length fields keep
+// their width).
+std::string BatchOfSize(int64_t size) {
+  for (size_t v = static_cast<size_t>(size) - 80; v < static_cast<size_t>(size); ++v) {
+    std::string b = MakeBatch(1, v);
+    if (static_cast<int64_t>(b.size()) == size) return b;
+  }
+  FAIL("no batch of " << size << " bytes");
+  return {};
+}
+
+TEST_CASE(
+    "a copy is checked as it streams by: batches larger than a read-back piece and headers cut "
+    "by a piece's end are checked whole, and damage in either is found") {
+  // The copy is read back a fixed piece at a time (a power of two of 64 KiB or more): a batch
+  // header is made to start just before each multiple of 64 KiB from 448 KiB to 1.9 MiB, so
+  // that a piece's end cuts it after 1, 17, 30 or 60 bytes, just after it or just before it,
+  // after a batch of 400 KiB and before one of 300 KiB.
+  TempDir src_dir;
+  auto src = OpenLog(src_dir.path(), LogConfig{});
+  const int64_t kBoundary = 64 << 10;
+  const int64_t cuts[] = {1, 17, 30, 60, 61, 62};
+  int64_t pos = 0;
+  std::vector<int64_t> starts;
+  auto append = [&](int64_t size) {
+    std::string b = BatchOfSize(size);
+    REQUIRE(src->Append(&b).ok());
+    starts.push_back(pos);
+    pos += size;
+  };
+  append(400 << 10);  // over several pieces
+  for (int j = 7; j <= 30; ++j) {
+    const int64_t target = j * kBoundary - cuts[(j / 2) % 6];
+    while (target - pos >= 2 * 40000) append(40000);
+    append(target - pos);
+    REQUIRE(pos == target);
+  }
+  append(300 << 10);
+  auto r = src->Read(Offset(0), INT64_MAX, Offset(INT64_MAX));
+  REQUIRE(r.ok());
+  REQUIRE(r->total_bytes == pos);
+  {
+    TempDir dst_dir;
+    auto dst = OpenLog(dst_dir.path(), LogConfig{});
+    int64_t batches = 0;
+    auto a = dst->AppendCopiedWithOffsets(r->slices, &batches, nullptr);
+    REQUIRE_MESSAGE(a.ok(), a.status().ToString());
+    CHECK(batches == static_cast<int64_t>(starts.size()));
+    CHECK(ReadAllFrom(*dst, 0) == ReadAllFrom(*src, 0));
+  }
+  // A flipped byte: 200 KiB into the last batch (past its first piece), or in the part of a
+  // header that comes after a piece's end.
+  const int64_t last = starts.back();
+  int64_t cut_header = -1;
+  for (int64_t s : starts)
+    if (s % (2 * kBoundary) >= 2 * kBoundary - 40 && s % (2 * kBoundary) <= 2 * kBoundary - 17)
+      cut_header = s;
+  REQUIRE(cut_header > 0);
+  for (auto [at, batch] : {std::pair{last + (200 << 10), last},
+                           std::pair{cut_header + 40, cut_header}}) {
+    CAPTURE(at);
+    FlipByte(src_dir / SegName(0, ".log"), at);
+    TempDir dst_dir;
+    auto dst = OpenLog(dst_dir.path(), LogConfig{});
+    auto a = dst->AppendCopiedWithOffsets(r->slices, nullptr, nullptr);
+    CHECK(a.status().IsCorruption());
+    CHECK(a.status().ToString().find("copied batch at byte " + std::to_string(batch) + ":") !=
+          std::string::npos);
+    CHECK(dst->log_end_offset() == Offset(0));
+    CHECK(std::filesystem::file_size(dst_dir / SegName(0, ".log")) == 0);
+    FlipByte(src_dir / SegName(0, ".log"), at);  // put back
+  }
+}
+
 TEST_CASE("leader epochs are recorded, checkpointed, truncated and answered") {
   TempDir dir;
   auto log = OpenLog(dir.path(), LogConfig{});
