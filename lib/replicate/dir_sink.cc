@@ -167,7 +167,10 @@ class DirSink final : public Sink {
     auto have = dir_->GetTopic(topic.name);
     if (!have.ok()) {
       if (!have.status().IsNotFound()) return have.status();
-      auto made = dir_->CreateTopic(topic.name, NewTopicId(), topic.partitions, configs);
+      // Made durable in the background while the copy goes on; Flush and StoreCheckpoint
+      // wait for it (a checkpoint never names a topic that a crash could take back).
+      auto made = dir_->CreateTopic(topic.name, NewTopicId(), topic.partitions, configs,
+                                    storage::DataDir::TopicSync::kBackground);
       return made.status();
     }
     if (have->partitions < topic.partitions)
@@ -319,6 +322,7 @@ class DirSink final : public Sink {
   // partition in turn.
   Status Flush() override {
     writeback_.Drain();
+    SILT_TRY(dir_->SyncTopics());
     if (dirty_.empty()) return Status::OK();
     std::vector<std::string> files;
     std::vector<std::string> dirs;
@@ -368,6 +372,7 @@ class DirSink final : public Sink {
 
   Status StoreCheckpoint(const std::string& source_id,
                          const std::vector<CheckpointEntry>& entries) override {
+    SILT_TRY(dir_->SyncTopics());
     const std::string dir = JoinPath(path_, kCheckpointDir);
     struct stat st;
     if (::stat(dir.c_str(), &st) != 0) {

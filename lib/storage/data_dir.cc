@@ -207,6 +207,79 @@ struct DataDir::Impl {
     }
     if (reaper.joinable()) reaper.join();
   }
+
+  // Topics created with TopicSync::kBackground wait here for a thread that makes them durable.
+  struct TopicSyncJob {
+    std::vector<std::string> files;  // the partition.metadata files and the topic file's temp
+    std::vector<std::string> dirs;   // the partition directories
+    std::string tmp;                 // the topic file under its temporary name...
+    std::string file;                // ...and its own
+  };
+  std::mutex sync_mu;
+  std::condition_variable sync_cv;
+  std::deque<TopicSyncJob> sync_queue;  // guarded by sync_mu
+  bool syncing = false;                 // a batch is being synced; guarded by sync_mu
+  bool sync_stop = false;               // guarded by sync_mu
+  Status sync_error;                    // the first failure, kept; guarded by sync_mu
+  std::thread syncer;
+
+  void QueueTopicSync(TopicSyncJob job) {
+    std::lock_guard l(sync_mu);
+    sync_queue.push_back(std::move(job));
+    if (!syncer.joinable()) syncer = std::thread([this] { SyncLoop(); });
+    sync_cv.notify_all();
+  }
+  // Takes whatever is queued as one batch (the creations of a burst share their directory
+  // fsyncs); asked to stop, finishes the queue first.
+  void SyncLoop() {
+    std::unique_lock l(sync_mu);
+    for (;;) {
+      sync_cv.wait(l, [this] { return sync_stop || !sync_queue.empty(); });
+      if (sync_queue.empty()) return;
+      std::vector<TopicSyncJob> batch(std::make_move_iterator(sync_queue.begin()),
+                                      std::make_move_iterator(sync_queue.end()));
+      sync_queue.clear();
+      if (!sync_error.ok()) continue;  // nothing more is put in place after a failure
+      syncing = true;
+      l.unlock();
+      Status s = SyncBatch(batch);
+      l.lock();
+      syncing = false;
+      if (!s.ok()) sync_error = s.WithContext("making new topics durable");
+      sync_cv.notify_all();
+    }
+  }
+  // Every file's bytes, then the partition directories and the data directory (their
+  // entries), then each topic file renamed into place and the topics directory synced.
+  Status SyncBatch(const std::vector<TopicSyncJob>& batch) {
+    for (const TopicSyncJob& j : batch)
+      for (const std::string& f : j.files) {
+        SILT_ASSIGN_OR_RETURN(File file, File::Open(f, File::kReadWrite));
+        SILT_TRY(file.Sync());
+      }
+    for (const TopicSyncJob& j : batch)
+      for (const std::string& d : j.dirs) SILT_TRY(SyncDir(d));
+    SILT_TRY(SyncDir(path));
+    for (const TopicSyncJob& j : batch) SILT_TRY(RenameFile(j.tmp, j.file));
+    return SyncDir(JoinPath(path, kTopicsDir));
+  }
+  Status WaitTopicSyncs() {
+    std::unique_lock l(sync_mu);
+    sync_cv.wait(l, [this] { return sync_queue.empty() && !syncing; });
+    return sync_error;
+  }
+  Status TopicSyncError() {
+    std::lock_guard l(sync_mu);
+    return sync_error;
+  }
+  void StopSyncer() {
+    {
+      std::lock_guard l(sync_mu);
+      sync_stop = true;
+      sync_cv.notify_all();
+    }
+    if (syncer.joinable()) syncer.join();
+  }
   // A random "<dir>.<hex>-delete" name for a partition directory being deleted.
   std::string DoomedName(const std::string& topic, int32_t p) const {
     std::string base = PartitionDirName(topic, p).substr(0, 200);
@@ -234,17 +307,26 @@ struct DataDir::Impl {
     return JoinPath(path, PartitionDirName(t, p));
   }
 
-  Status WriteTopicFile(const TopicInfo& t) {
+  Result<std::string> TopicFileText(const TopicInfo& t) const {
     Properties props = t.configs;
     props["name"] = t.name;
     props["partitions"] = std::to_string(t.partitions);
     props["topic_id"] = t.topic_id;
-    SILT_ASSIGN_OR_RETURN(std::string text, FormatProperties(props, "topic " + t.name));
+    return FormatProperties(props, "topic " + t.name);
+  }
+
+  // silt-topics/, durable, made before any partition directory of a topic with a file: a data
+  // directory that has partition directories and no silt-topics/ opens as a copy of Kafka's.
+  Status EnsureTopicsDir() {
     std::string tdir = JoinPath(path, kTopicsDir);
-    if (!IsDirectory(tdir)) {
-      SILT_TRY(CreateDirs(tdir));
-      SILT_TRY(SyncDir(path));
-    }
+    if (IsDirectory(tdir)) return Status::OK();
+    SILT_TRY(CreateDirs(tdir));
+    return SyncDir(path);
+  }
+
+  Status WriteTopicFile(const TopicInfo& t) {
+    SILT_ASSIGN_OR_RETURN(std::string text, TopicFileText(t));
+    SILT_TRY(EnsureTopicsDir());
     return WriteFileAtomic(TopicFile(t.name), text);
   }
 
@@ -269,26 +351,51 @@ struct DataDir::Impl {
   // directory once. Far fewer waits for the disk than a WriteFileAtomic per file, and as safe:
   // the caller writes the topic file, which makes the partitions exist, only after this.
   Status CreatePartitionDirs(const TopicInfo& t, const std::vector<int32_t>& ps) {
-    const std::string text = MetadataText(t);
-    std::vector<std::string> dirs;
-    for (int32_t p : ps) {
-      std::string dir = PartitionPath(t.name, p);
-      SILT_TRY(CreateDirs(dir));
-      SILT_ASSIGN_OR_RETURN(File f,
-                            File::Open(JoinPath(dir, format::kPartitionMetadataFile),
-                                       File::kCreate));
-      SILT_TRY(f.Truncate(0));
-      SILT_TRY(f.PWrite(0, text));
-      SILT_TRY(f.Close());
-      dirs.push_back(std::move(dir));
-    }
-    for (const std::string& dir : dirs) {
-      SILT_ASSIGN_OR_RETURN(File f, File::Open(JoinPath(dir, format::kPartitionMetadataFile),
-                                               File::kReadWrite));
+    std::vector<std::string> dirs, files;
+    SILT_TRY(WritePartitionDirs(t, ps, &dirs, &files));
+    for (const std::string& file : files) {
+      SILT_ASSIGN_OR_RETURN(File f, File::Open(file, File::kReadWrite));
       SILT_TRY(f.Sync());
     }
     for (const std::string& dir : dirs) SILT_TRY(SyncDir(dir));
     return SyncDir(path);
+  }
+
+  // The directories of partitions `ps` of `t` and their partition.metadata files, written,
+  // not synced; appends their paths to `dirs` and `files`.
+  Status WritePartitionDirs(const TopicInfo& t, const std::vector<int32_t>& ps,
+                            std::vector<std::string>* dirs, std::vector<std::string>* files) {
+    const std::string text = MetadataText(t);
+    for (int32_t p : ps) {
+      std::string dir = PartitionPath(t.name, p);
+      SILT_TRY(CreateDirs(dir));
+      std::string meta = JoinPath(dir, format::kPartitionMetadataFile);
+      SILT_TRY(WriteWhole(meta, text));
+      dirs->push_back(std::move(dir));
+      files->push_back(std::move(meta));
+    }
+    return Status::OK();
+  }
+
+  static Status WriteWhole(const std::string& file, std::string_view text) {
+    SILT_ASSIGN_OR_RETURN(File f, File::Open(file, File::kCreate));
+    SILT_TRY(f.Truncate(0));
+    SILT_TRY(f.PWrite(0, text));
+    return f.Close();
+  }
+
+  // CreateTopic with TopicSync::kBackground: every file of `t` written and nothing synced
+  // (but silt-topics/ when this makes it); what the background thread has to do.
+  Result<TopicSyncJob> StageTopic(const TopicInfo& t) {
+    SILT_ASSIGN_OR_RETURN(std::string text, TopicFileText(t));
+    SILT_TRY(EnsureTopicsDir());
+    TopicSyncJob job;
+    SILT_TRY(WritePartitionDirs(t, t.partition_ids, &job.dirs, &job.files));
+    job.file = TopicFile(t.name);
+    job.tmp = job.file + ".tmp";
+    SILT_TRY(WriteWhole(job.tmp, text));
+    job.files.push_back(job.tmp);
+    return job;
   }
 
   // Renames the directories of `t`'s partitions to "-delete" names and fsyncs the data
@@ -458,6 +565,7 @@ DataDir::DataDir(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 DataDir::~DataDir() {
   if (impl_) {
+    impl_->StopSyncer();  // after what is queued is durable
     impl_->StopReaper();
     std::lock_guard l(impl_->mu);
     impl_->logs.clear();
@@ -546,9 +654,11 @@ Result<TopicInfo> DataDir::GetTopic(const std::string& name) const {
 
 Result<TopicInfo> DataDir::CreateTopic(const std::string& name, const Uuid& topic_id,
                                        int32_t partitions,
-                                       const std::map<std::string, std::string>& configs) {
+                                       const std::map<std::string, std::string>& configs,
+                                       TopicSync sync) {
   Impl& im = *impl_;
   SILT_TRY(im.CheckWritable());
+  SILT_TRY(sync == TopicSync::kNow ? im.WaitTopicSyncs() : im.TopicSyncError());
   if (topic_id.is_reserved())
     return Status::InvalidArgument("topic id " + topic_id.ToString() +
                                    " is reserved and cannot name a topic");
@@ -571,9 +681,15 @@ Result<TopicInfo> DataDir::CreateTopic(const std::string& name, const Uuid& topi
   t.topic_id = id;
   t.configs = configs;
   for (int32_t p = 0; p < partitions; ++p) t.partition_ids.push_back(p);
-  SILT_TRY(im.CreatePartitionDirs(t, t.partition_ids));
-  // The topic file is written last: it is what makes the topic exist.
-  SILT_TRY(im.WriteTopicFile(t));
+  if (sync == TopicSync::kNow) {
+    SILT_TRY(im.EnsureTopicsDir());
+    SILT_TRY(im.CreatePartitionDirs(t, t.partition_ids));
+    // The topic file is written last: it is what makes the topic exist.
+    SILT_TRY(im.WriteTopicFile(t));
+  } else {
+    SILT_ASSIGN_OR_RETURN(Impl::TopicSyncJob job, im.StageTopic(t));
+    im.QueueTopicSync(std::move(job));
+  }
   im.topics[name] = t;
   {
     std::lock_guard c(im.checkpoint_mu);
@@ -582,9 +698,12 @@ Result<TopicInfo> DataDir::CreateTopic(const std::string& name, const Uuid& topi
   return t;
 }
 
+Status DataDir::SyncTopics() { return impl_->WaitTopicSyncs(); }
+
 Status DataDir::DeleteTopic(const std::string& name) {
   Impl& im = *impl_;
   SILT_TRY(im.CheckWritable());
+  SILT_TRY(im.WaitTopicSyncs());
   std::lock_guard l(im.mu);
   auto it = im.topics.find(name);
   if (it == im.topics.end()) return Status::NotFound("topic '" + name + "' does not exist");
@@ -630,6 +749,7 @@ Status DataDir::AlterTopicConfig(const std::string& name,
                                  const std::vector<std::string>& remove) {
   Impl& im = *impl_;
   SILT_TRY(im.CheckWritable());
+  SILT_TRY(im.WaitTopicSyncs());
   std::lock_guard l(im.mu);
   auto it = im.topics.find(name);
   if (it == im.topics.end()) return Status::NotFound("topic '" + name + "' does not exist");
@@ -652,6 +772,7 @@ Status DataDir::AlterTopicConfig(const std::string& name,
 Status DataDir::AddPartitions(const std::string& name, int32_t new_total) {
   Impl& im = *impl_;
   SILT_TRY(im.CheckWritable());
+  SILT_TRY(im.WaitTopicSyncs());
   std::lock_guard l(im.mu);
   auto it = im.topics.find(name);
   if (it == im.topics.end()) return Status::NotFound("topic '" + name + "' does not exist");
@@ -746,6 +867,7 @@ Result<std::shared_ptr<PartitionLog>> DataDir::SharedPartition(const std::string
 
 Result<TopicInfo> DataDir::RefreshTopic(const std::string& name) {
   Impl& im = *impl_;
+  SILT_TRY(im.WaitTopicSyncs());
   Impl fresh;
   fresh.path = im.path;
   SILT_TRY(fresh.LoadTopics());
@@ -768,6 +890,7 @@ Result<TopicInfo> DataDir::CreateSharedTopic(const std::string& name, const Uuid
   Impl& im = *impl_;
   if (im.closed) return Status::InvalidArgument(im.path + " is closed");
   SILT_TRY(im.CheckNewTopic(name, partitions, configs));
+  SILT_TRY(im.WaitTopicSyncs());
   Impl fresh;
   fresh.path = im.path;
   SILT_TRY(fresh.LoadTopics());
@@ -856,6 +979,7 @@ Status DataDir::RetireLegacyGroups() {
 Status DataDir::Checkpoint() {
   Impl& im = *impl_;
   if (im.options.read_only) return Status::OK();
+  SILT_TRY(im.WaitTopicSyncs());
   std::lock_guard l(im.mu);
   if (im.closed) return Status::OK();
   return im.WriteCheckpointsLocked();
@@ -866,7 +990,7 @@ Status DataDir::Close() {
   std::lock_guard l(im.mu);
   if (im.closed) return Status::OK();
   im.closed = true;
-  Status first;
+  Status first = im.WaitTopicSyncs();
   for (auto& [k, log] : im.logs) {
     Status s = log->Close();
     if (!s.ok() && first.ok()) first = s.WithContext(k.first + "-" + std::to_string(k.second));
@@ -877,6 +1001,7 @@ Status DataDir::Close() {
     if (first.ok()) first = WriteFileAtomic(JoinPath(im.path, kCleanShutdownFile), "");
   }
   im.logs.clear();
+  im.StopSyncer();
   im.StopReaper();
   im.ReleaseLock();
   return first;

@@ -86,8 +86,25 @@ class DataDir {
   // 1..249, not "." or "..", no '.'/'_' collision with another topic), the id (InvalidArgument
   // when reserved: zero or 1; AlreadyExists when another topic has it) and the configs.
   // partitions = -1 means Options::default_partitions (as CreateTopics' numPartitions -1).
+  //
+  // With TopicSync::kNow the topic is durable when this returns. With kBackground it exists
+  // here at once (its partition directories and partition.metadata files written, its topic
+  // file written under a temporary name) and a background thread makes it durable: the
+  // partition files and directories first, then the topic file, renamed into place only once
+  // its bytes are on disk. A caller that creates several topics and then copies into them
+  // (replicate into a data directory) so does not wait for the disk at each. Until SyncTopics()
+  // returns OK a crash of the machine may lose the topic but never leaves it half-made: the
+  // next open finds either its whole topic file or only partition directories, which it adopts
+  // as a topic without a file (as those of a directory copied from Kafka). Every other call
+  // that changes topics, Checkpoint(), Close() and the destructor wait for these syncs first.
+  enum class TopicSync { kNow, kBackground };
   Result<TopicInfo> CreateTopic(const std::string& name, const Uuid& topic_id, int32_t partitions,
-                                const std::map<std::string, std::string>& configs);
+                                const std::map<std::string, std::string>& configs,
+                                TopicSync sync = TopicSync::kNow);
+  // Waits until every topic created with TopicSync::kBackground is durable. An error met there
+  // is returned by this and by every later call that changes topics (the topic stays known to
+  // this DataDir, without its topic file on disk).
+  Status SyncTopics();
   // Deletes a topic: durably gone when this returns (its topic file and partition
   // directories renamed away, two directory fsyncs), its files removed by a background thread
   // afterwards (or, after a crash or Close(), by the next writable open). Its open logs are

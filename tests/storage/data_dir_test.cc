@@ -8,6 +8,11 @@
 #include "base/random.h"
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
 #include "storage/test_util.h"
 
 using namespace silt;
@@ -516,4 +521,173 @@ TEST_CASE("a topic deletion interrupted by a crash is finished at the next open"
     auto later = OpenDir(dir.path());
     CHECK(later->GetTopic("x").status().IsNotFound());
   }
+}
+
+namespace {
+
+// Records every sync and rename with the thread that made it; while `held`, the first such
+// operation off the test's thread waits for Release(). Made before the DataDir (which must be
+// gone before the hook), and released by a Releaser made after it (or a failed check would
+// leave the DataDir's destructor waiting for the held thread).
+struct OpRecorder {
+  struct Op {
+    FileOp op;
+    std::string path;
+    bool on_caller;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Op> ops;
+  bool held = true;
+  std::string fail_rename_of;  // a rename whose source ends with this fails
+  const std::thread::id caller = std::this_thread::get_id();
+
+  OpRecorder() {
+    SetFileFaultHookForTesting([this](FileOp op, const std::string& path) {
+      if (op != FileOp::kSync && op != FileOp::kSyncDir && op != FileOp::kRename)
+        return Status::OK();
+      std::unique_lock l(mu);
+      const bool on_caller = std::this_thread::get_id() == caller;
+      if (!on_caller) cv.wait(l, [this] { return !held; });
+      ops.push_back({op, path, on_caller});
+      if (op == FileOp::kRename && !fail_rename_of.empty() && path.ends_with(fail_rename_of))
+        return InjectedFault(EIO, "rename", path);
+      return Status::OK();
+    });
+  }
+  ~OpRecorder() { SetFileFaultHookForTesting(nullptr); }
+  void Release() {
+    std::lock_guard l(mu);
+    held = false;
+    cv.notify_all();
+  }
+  void Clear() {
+    std::lock_guard l(mu);
+    ops.clear();
+  }
+  std::vector<Op> Snapshot() {
+    std::lock_guard l(mu);
+    return ops;
+  }
+};
+
+struct Releaser {
+  OpRecorder& rec;
+  ~Releaser() { rec.Release(); }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "a topic whose creation is synced in the background exists at once, and is put in place "
+    "only once its files are durable") {
+  TempDir dir;
+  std::string id;
+  {
+    OpRecorder rec;
+    auto dd = OpenDir(dir.path());
+    Releaser releaser{rec};
+    REQUIRE(dd->CreateTopic("first", NewTopicId(), 1, {}).ok());  // silt-topics/ exists now
+    rec.Clear();
+    auto t = dd->CreateTopic("bg", NewTopicId(), 3, {{"retention.ms", "1234"}},
+                             DataDir::TopicSync::kBackground);
+    REQUIRE_MESSAGE(t.ok(), t.status().ToString());
+    id = t->topic_id;
+    // There for this DataDir at once, its files written, nothing synced on the caller's thread
+    // and the topic file not in place yet.
+    CHECK(dd->GetTopic("bg")->configs.at("retention.ms") == "1234");
+    auto log = dd->Partition("bg", 2);
+    REQUIRE(log.ok());
+    std::string b = MakeBatch(3);
+    REQUIRE((*log)->Append(&b).ok());
+    for (int p = 0; p < 3; ++p)
+      CHECK(Slurp(dir / ("bg-" + std::to_string(p)) + "/partition.metadata") ==
+            "version: 0\ntopic_id: " + id);
+    CHECK(!PathExists(dir / "silt-topics/bg.properties"));
+    CHECK(PathExists(dir / "silt-topics/bg.properties.tmp"));
+    for (const auto& op : rec.Snapshot()) CHECK_MESSAGE(!op.on_caller, op.path);
+    rec.Release();
+    REQUIRE(dd->SyncTopics().ok());
+    CHECK(PathExists(dir / "silt-topics/bg.properties"));
+    CHECK(!PathExists(dir / "silt-topics/bg.properties.tmp"));
+    // Every file and directory synced before the rename; the topics directory after it.
+    auto ops = rec.Snapshot();
+    size_t rename_at = ops.size();
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].op == FileOp::kRename) rename_at = i;
+    REQUIRE(rename_at < ops.size());
+    CHECK(ops[rename_at].path == dir / "silt-topics/bg.properties.tmp");
+    std::set<std::string> synced;
+    for (size_t i = 0; i < rename_at; ++i) synced.insert(ops[i].path);
+    for (int p = 0; p < 3; ++p) {
+      const std::string pdir = dir / ("bg-" + std::to_string(p));
+      CHECK(synced.count(JoinPath(pdir, "partition.metadata")) == 1);
+      CHECK(synced.count(pdir) == 1);
+    }
+    CHECK(synced.count(dir.path()) == 1);
+    CHECK(synced.count(dir / "silt-topics/bg.properties.tmp") == 1);
+    REQUIRE(rename_at + 1 < ops.size());
+    CHECK(ops[rename_at + 1].op == FileOp::kSyncDir);
+    CHECK(ops[rename_at + 1].path == dir / "silt-topics");
+  }
+  auto dd = OpenDir(dir.path());
+  auto t = dd->GetTopic("bg");
+  REQUIRE(t.ok());
+  CHECK(t->topic_id == id);
+  CHECK(t->configs.at("retention.ms") == "1234");
+  CHECK((*dd->Partition("bg", 2))->log_end_offset() == Offset(3));
+}
+
+TEST_CASE("a DataDir destroyed without Close still puts its background-synced topics in place") {
+  TempDir dir;
+  {
+    OpRecorder rec;
+    auto dd = OpenDir(dir.path());
+    Releaser releaser{rec};
+    for (const char* name : {"x", "y", "z"})
+      REQUIRE(dd->CreateTopic(name, NewTopicId(), 2, {{"cleanup.policy", "compact"}},
+                              DataDir::TopicSync::kBackground)
+                  .ok());
+    rec.Release();
+    // No SyncTopics, no Close: the destructor waits for the syncs.
+  }
+  auto dd = OpenDir(dir.path());
+  for (const char* name : {"x", "y", "z"}) {
+    CHECK(PathExists(dir / (std::string("silt-topics/") + name + ".properties")));
+    auto t = dd->GetTopic(name);
+    REQUIRE(t.ok());
+    CHECK(t->configs.at("cleanup.policy") == "compact");
+  }
+}
+
+TEST_CASE("a background topic sync that fails is reported by SyncTopics and every later change") {
+  TempDir dir;
+  {
+    OpRecorder rec;
+    rec.fail_rename_of = "bad.properties.tmp";
+    rec.Release();
+    auto dd = OpenDir(dir.path());
+    REQUIRE(dd->CreateTopic("bad", NewTopicId(), 2, {{"retention.ms", "5"}},
+                            DataDir::TopicSync::kBackground)
+                .ok());
+    Status s = dd->SyncTopics();
+    CHECK(s.code() == Status::Code::kIOError);
+    CHECK(s.ToString().find("making new topics durable") != std::string::npos);
+    CHECK(dd->SyncTopics().code() == Status::Code::kIOError);  // kept
+    CHECK(dd->CreateTopic("other", NewTopicId(), 1, {}).status().code() == Status::Code::kIOError);
+    CHECK(dd->CreateTopic("other", NewTopicId(), 1, {}, DataDir::TopicSync::kBackground)
+              .status()
+              .code() == Status::Code::kIOError);
+    CHECK(dd->AlterTopicConfig("bad", {{"retention.ms", "6"}}).code() == Status::Code::kIOError);
+    CHECK(dd->DeleteTopic("bad").code() == Status::Code::kIOError);
+    CHECK(dd->Close().code() == Status::Code::kIOError);
+  }
+  // Never half-made: no topic file, so the next open finds only the partition directories.
+  CHECK(!PathExists(dir / "silt-topics/bad.properties"));
+  auto dd = OpenDir(dir.path());
+  auto t = dd->GetTopic("bad");
+  REQUIRE(t.ok());
+  CHECK(t->partitions == 2);
+  CHECK(t->configs.empty());
+  CHECK(!dd->GetTopic("other").ok());
 }
