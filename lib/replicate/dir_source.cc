@@ -42,13 +42,19 @@ class DirSource final : public Source {
   }
 
   Result<std::vector<TopicDesc>> ListTopics() override {
-    // A fresh look at the directory, for topics created since it was opened.
-    storage::DataDir::Options o;
-    o.read_only = true;
-    o.create = false;
-    SILT_ASSIGN_OR_RETURN(auto now, storage::DataDir::Open(path_, o));
+    // A fresh look at the directory, for topics created since it was opened (the first call,
+    // right after the open, looks at what the open found).
+    std::unique_ptr<storage::DataDir> now;
+    if (listed_) {
+      storage::DataDir::Options o;
+      o.read_only = true;
+      o.create = false;
+      SILT_ASSIGN_OR_RETURN(now, storage::DataDir::Open(path_, o));
+    }
+    const bool first = !listed_;
+    listed_ = true;
     std::vector<TopicDesc> out;
-    for (const auto& t : now->ListTopics()) {
+    for (const auto& t : (now ? now : dir_)->ListTopics()) {
       if (Internal(t.name)) continue;
       if (auto known = dir_->GetTopic(t.name); !known.ok() || known->partitions != t.partitions)
         (void)dir_->RefreshTopic(t.name);
@@ -60,7 +66,7 @@ class DirSource final : public Source {
     }
     std::sort(out.begin(), out.end(),
               [](const TopicDesc& a, const TopicDesc& b) { return a.name < b.name; });
-    LoadHighWatermarks();
+    if (!first) LoadHighWatermarks();
     return out;
   }
 
@@ -225,6 +231,7 @@ class DirSource final : public Source {
 
   std::string path_;
   std::unique_ptr<storage::DataDir> dir_;
+  bool listed_ = false;
   std::map<std::pair<std::string, int32_t>, Part> parts_;
   storage::OffsetCheckpointMap high_watermarks_;
   std::string spare_;  // a buffer handed back by Recycle, filled by the next Read
