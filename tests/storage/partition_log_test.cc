@@ -507,6 +507,22 @@ TEST_CASE("append with offsets keeps the given offsets, allows gaps and refuses 
   CHECK(log->Segments().back().base_offset == Offset(s.base_offset));
 }
 
+namespace {
+
+// Flips the lowest bit of the byte at `at` of `file`.
+void FlipByte(const std::string& file, int64_t at) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(at);
+  char c = 0;
+  f.read(&c, 1);
+  c ^= 1;
+  f.seekp(at);
+  f.write(&c, 1);
+  REQUIRE(f.good());
+}
+
+}  // namespace
+
 TEST_CASE(
     "batches copied from another log's files land byte for byte, indexed, rolling "
     "segments as appends do") {
@@ -556,15 +572,7 @@ TEST_CASE("a copied batch that fails its check where it landed is not appended")
   REQUIRE(one.ok());
   const int64_t first_size = one->total_bytes;
   // One bit of the second batch's records flipped in the source file.
-  {
-    std::fstream f(src_dir / SegName(0, ".log"), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(first_size + 70);
-    char c = 0;
-    f.read(&c, 1);
-    c ^= 1;
-    f.seekp(first_size + 70);
-    f.write(&c, 1);
-  }
+  FlipByte(src_dir / SegName(0, ".log"), first_size + 70);
   auto dst = OpenLog(dst_dir.path(), LogConfig{});
   auto r = src->Read(Offset(0), INT64_MAX, Offset(INT64_MAX));
   REQUIRE(r.ok());
@@ -611,15 +619,7 @@ TEST_CASE(
   auto mid = src->Read(Offset(2500), 1, Offset(INT64_MAX));
   REQUIRE(mid.ok());
   const int64_t at = mid->slices.front().position + 100;
-  {
-    std::fstream f(src_dir / SegName(0, ".log"), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(at);
-    char c = 0;
-    f.read(&c, 1);
-    c ^= 1;
-    f.seekp(at);
-    f.write(&c, 1);
-  }
+  FlipByte(src_dir / SegName(0, ".log"), at);
   TempDir dst2_dir;
   auto dst2 = OpenLog(dst2_dir.path(), LogConfig{});
   auto a = dst2->AppendCopiedWithOffsets(r->slices, nullptr, nullptr);
@@ -631,16 +631,7 @@ TEST_CASE(
   CHECK(std::filesystem::file_size(dst2_dir / SegName(0, ".log")) == 0);
 }
 
-void FlipByte(const std::string& file, int64_t at) {
-  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(at);
-  char c = 0;
-  f.read(&c, 1);
-  c ^= 1;
-  f.seekp(at);
-  f.write(&c, 1);
-  REQUIRE(f.good());
-}
+namespace {
 
 // A one-record batch of exactly `size` bytes (at least 8300: past that its length fields keep
 // their width).
@@ -652,6 +643,8 @@ std::string BatchOfSize(int64_t size) {
   FAIL("no batch of " << size << " bytes");
   return {};
 }
+
+}  // namespace
 
 TEST_CASE(
     "a copy is checked as it streams by: batches larger than a read-back piece and headers cut "
