@@ -51,7 +51,6 @@ class DirSource final : public Source {
       o.create = false;
       SILT_ASSIGN_OR_RETURN(now, storage::DataDir::Open(path_, o));
     }
-    const bool first = !listed_;
     listed_ = true;
     std::vector<TopicDesc> out;
     for (const auto& t : (now ? now : dir_)->ListTopics()) {
@@ -66,7 +65,7 @@ class DirSource final : public Source {
     }
     std::sort(out.begin(), out.end(),
               [](const TopicDesc& a, const TopicDesc& b) { return a.name < b.name; });
-    if (!first) LoadHighWatermarks();
+    if (now) LoadHighWatermarks();
     return out;
   }
 

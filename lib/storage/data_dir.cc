@@ -252,14 +252,12 @@ struct DataDir::Impl {
   // Every file's bytes, then the partition directories and the data directory (their
   // entries), then each topic file renamed into place and the topics directory synced.
   Status SyncBatch(const std::vector<TopicSyncJob>& batch) {
-    for (const TopicSyncJob& j : batch)
-      for (const std::string& f : j.files) {
-        SILT_ASSIGN_OR_RETURN(File file, File::Open(f, File::kReadWrite));
-        SILT_TRY(file.Sync());
-      }
-    for (const TopicSyncJob& j : batch)
-      for (const std::string& d : j.dirs) SILT_TRY(SyncDir(d));
-    SILT_TRY(SyncDir(path));
+    std::vector<std::string> files, dirs;
+    for (const TopicSyncJob& j : batch) {
+      files.insert(files.end(), j.files.begin(), j.files.end());
+      dirs.insert(dirs.end(), j.dirs.begin(), j.dirs.end());
+    }
+    SILT_TRY(SyncWritten(files, dirs));
     for (const TopicSyncJob& j : batch) SILT_TRY(RenameFile(j.tmp, j.file));
     return SyncDir(JoinPath(path, kTopicsDir));
   }
@@ -353,6 +351,12 @@ struct DataDir::Impl {
   Status CreatePartitionDirs(const TopicInfo& t, const std::vector<int32_t>& ps) {
     std::vector<std::string> dirs, files;
     SILT_TRY(WritePartitionDirs(t, ps, &dirs, &files));
+    return SyncWritten(files, dirs);
+  }
+
+  // Makes durable what was written without a sync: each file's bytes, then each directory's
+  // entries, then the data directory's.
+  Status SyncWritten(const std::vector<std::string>& files, const std::vector<std::string>& dirs) {
     for (const std::string& file : files) {
       SILT_ASSIGN_OR_RETURN(File f, File::Open(file, File::kReadWrite));
       SILT_TRY(f.Sync());
