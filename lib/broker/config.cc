@@ -63,7 +63,7 @@ const Synonym kSynonyms[] = {
 
 // Keys of a stock Kafka server.properties that have no meaning for a single silt node.
 const char* kIgnored[] = {
-    "num.network.threads", "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
+    "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
     "zookeeper.connect", "zookeeper.connection.timeout.ms",
@@ -204,7 +204,11 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   if (key == "log.retention.check.interval.ms") {
     return ParseInt<int64_t>(key, value, 1, INT64_MAX, &c->retention_check_interval_ms);
   }
-  if (key == "num.io.threads") return ParseInt<int>(key, value, 1, 64, &c->io_threads);
+  if (key == "num.network.threads") return ParseInt<int>(key, value, 1, 64, &c->io_threads);
+  if (key == "num.io.threads") return ParseInt<int>(key, value, 1, 256, &c->handler_threads);
+  if (key == "queued.max.requests") {
+    return ParseInt<int>(key, value, 1, 1000000, &c->queued_max_requests);
+  }
   if (key == "offsets.topic.num.partitions") {
     return ParseInt<int32_t>(key, value, 1, 100000, &c->offsets_topic_num_partitions);
   }
@@ -271,7 +275,8 @@ std::vector<std::string> KnownServerProperties() {
       "listeners", "advertised.listeners", "log.dirs", "log.dir", "node.id", "broker.id",
       "cluster.id", "num.partitions", "auto.create.topics.enable", "message.max.bytes",
       "socket.request.max.bytes", "max.connections", "log.retention.check.interval.ms",
-      "num.io.threads", "offsets.topic.num.partitions", "offsets.retention.minutes",
+      "num.network.threads", "num.io.threads", "queued.max.requests",
+      "offsets.topic.num.partitions", "offsets.retention.minutes",
       "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
       "group.min.session.timeout.ms", "group.max.session.timeout.ms", "log.cleaner.enable",
       "log.cleaner.backoff.ms", "group.initial.rebalance.delay.ms", "metrics.listener",

@@ -2,8 +2,8 @@
 //
 // Recognised keys: listeners, advertised.listeners, log.dirs / log.dir, node.id / broker.id,
 // cluster.id, num.partitions, auto.create.topics.enable, default.replication.factor,
-// message.max.bytes, socket.request.max.bytes, max.connections, num.io.threads (silt: io
-// threads), log.segment.bytes, log.roll.ms|hours, log.retention.ms|minutes|hours|bytes,
+// message.max.bytes, socket.request.max.bytes, max.connections, num.network.threads,
+// num.io.threads (request-handler threads), queued.max.requests, log.segment.bytes, log.roll.ms|hours, log.retention.ms|minutes|hours|bytes,
 // log.flush.interval.messages|ms, log.index.interval.bytes, log.index.size.max.bytes,
 // log.message.timestamp.type, log.cleanup.policy, compression.type, min.insync.replicas,
 // log.retention.check.interval.ms, offsets.topic.num.partitions, offsets.retention.minutes,
@@ -79,7 +79,14 @@ struct BrokerConfig {
   int32_t message_max_bytes = 1048588;                  // message.max.bytes
   int64_t socket_request_max_bytes = 100LL << 20;       // socket.request.max.bytes
   int32_t max_connections = 2147483647;                 // max.connections
+  // Threads running the io_context: sockets, and the handlers that never wait
+  // (num.network.threads; silt's default is one per core of a small machine).
   int io_threads = 2;
+  // Request-handler threads, for the handlers that may wait (num.io.threads, Kafka's default),
+  // and how many requests may wait for one before connections stop reading
+  // (queued.max.requests). broker/handler_pool.h.
+  int handler_threads = 8;
+  int queued_max_requests = 500;
   // How often closed segments are checked against retention.ms/retention.bytes
   // (log.retention.check.interval.ms), and time-based flushes (flush.ms) are run.
   int64_t retention_check_interval_ms = 300000;

@@ -48,6 +48,7 @@ Connection::Connection(asio::ip::tcp::socket socket, const ConnectionEnv* env, i
   // sendfile(2) must never block an io thread: with O_NONBLOCK it returns EAGAIN instead and
   // we wait for writability.
   socket_.native_non_blocking(true, ec);
+  if (env_->pool != nullptr) serial_ = env_->pool->NewSerial();
 }
 
 Connection::~Connection() {
@@ -95,6 +96,7 @@ void Connection::ReadSize() {
     if (stop_reading_ && slots_.empty() && !writing_) CloseOnStrand("", false);
     return;
   }
+  if (pool_paused_) return;
   if (static_cast<int>(slots_.size()) >= env_->max_in_flight) {
     paused_ = true;
     return;
@@ -109,7 +111,8 @@ void Connection::ReadSize() {
 }
 
 void Connection::MaybeResume() {
-  if (paused_ && !closed_ && static_cast<int>(slots_.size()) < env_->max_in_flight) {
+  if (paused_ && !pool_paused_ && !closed_ &&
+      static_cast<int>(slots_.size()) < env_->max_in_flight) {
     paused_ = false;
     ReadSize();
   }
@@ -180,12 +183,39 @@ void Connection::OnFrame(const asio::error_code& ec, size_t) {
         r ? r->size() : 0);
     self->Complete(seq, std::move(r));
   };
-  s = d->Dispatch(std::move(req), std::move(respond));
-  if (!s.ok()) {
-    CloseOnStrand(s.message(), true);
+  Dispatch(std::move(req), std::move(respond));
+  if (closed_ || pool_paused_) return;
+  ReadSize();
+}
+
+void Connection::Dispatch(std::shared_ptr<Request> req, Respond respond) {
+  Dispatcher* d = env_->dispatcher;
+  HandlerPool* pool = env_->pool;
+  // Inline unless the handler may wait, or an earlier request of this connection is still on
+  // the pool (requests of one connection run in the order they came).
+  if (pool == nullptr || (!d->RunsOnPool(req->api_key) && pool->Idle(*serial_))) {
+    Status s = d->Dispatch(std::move(req), std::move(respond));
+    if (!s.ok()) CloseOnStrand(s.message(), true);
     return;
   }
-  ReadSize();
+  auto self = shared_from_this();
+  bool room = pool->Submit(serial_, [self, d, req = std::move(req),
+                                     respond = std::move(respond)]() mutable {
+    Status s = d->Dispatch(std::move(req), std::move(respond));
+    if (!s.ok()) {
+      asio::post(self->executor_->strand,
+                 [self, why = s.message()] { self->CloseOnStrand(why, true); });
+    }
+  });
+  if (room) return;
+  // queued.max.requests are waiting for a handler thread: read nothing more until one frees.
+  pool_paused_ = true;
+  pool->WhenRoom([self] {
+    asio::post(self->executor_->strand, [self] {
+      self->pool_paused_ = false;
+      if (!self->reading_ && !self->closed_) self->ReadSize();
+    });
+  });
 }
 
 void Connection::Complete(uint64_t seq, std::optional<Response> response) {

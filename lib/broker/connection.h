@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "broker/handler_pool.h"
 #include "broker/io.h"
 #include "broker/request.h"
 
@@ -21,6 +22,8 @@ struct ConnectionEnv {
   Dispatcher* dispatcher = nullptr;
   int64_t max_request_bytes = 100LL << 20;  // socket.request.max.bytes
   int max_in_flight = 64;
+  // The request-handler threads (broker/handler_pool.h); nullptr: every handler runs inline.
+  HandlerPool* pool = nullptr;
   std::function<void()> on_closed;  // called once, when the connection is gone
 };
 
@@ -57,6 +60,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void FinishResponse();
   void CloseOnStrand(const std::string& why, bool warn);
   void MaybeResume();
+  // Hands a parsed request to its handler, inline on this strand or on the handler pool.
+  void Dispatch(std::shared_ptr<Request> req, Respond respond);
 
   asio::ip::tcp::socket socket_;
   std::shared_ptr<ConnExecutor> executor_;
@@ -69,6 +74,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool reading_ = false;       // a read is outstanding
   bool stop_reading_ = false;  // graceful shutdown asked
   bool paused_ = false;        // too many requests in flight; resume when answered
+  bool pool_paused_ = false;   // the handler pool was full; resume when it has room
+  // This connection's queue on the handler pool: its pooled requests run there in order, and
+  // while it has work the connection's other requests queue behind it.
+  std::shared_ptr<HandlerPool::Serial> serial_;
   // Requests in arrival order; slots_[0] is sequence number base_seq_.
   std::deque<Slot> slots_;
   uint64_t base_seq_ = 0;

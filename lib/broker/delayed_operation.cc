@@ -28,6 +28,14 @@ void DelayedOperation::Uncount() {
 
 void DelayedOperation::Start(std::vector<std::shared_ptr<Partition>> watched, WatchOffset which,
                              int64_t timeout_ms) {
+  if (!executor_->strand.running_in_this_thread()) {
+    // Started by a handler on the request-handler pool: evaluations belong on the strand.
+    auto self = shared_from_this();
+    asio::post(executor_->strand, [self, watched = std::move(watched), which, timeout_ms]() mutable {
+      self->Start(std::move(watched), which, timeout_ms);
+    });
+    return;
+  }
   watched_ = std::move(watched);
   which_ = which;
   Evaluate(timeout_ms <= 0 || (stopping_ && stopping_->load()));

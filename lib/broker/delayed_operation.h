@@ -25,7 +25,7 @@ class DelayedOperation : public PartitionWatcher,
   DelayedOperation(std::shared_ptr<ConnExecutor> executor, const std::atomic<bool>* stopping);
   ~DelayedOperation() override;
 
-  // Evaluates once on the caller's thread (which must be the executor's): done when
+  // Evaluates once on the executor (at once when called on it, else posted there): done when
   // TryComplete says so, or at once when timeout_ms <= 0. Otherwise watches `which` on each
   // of `watched` (null entries are skipped) and arms the timeout.
   void Start(std::vector<std::shared_ptr<Partition>> watched, WatchOffset which,

@@ -13,13 +13,21 @@ namespace {
 
 using protocol::ApiKey;
 
+// Where a handler runs: inline on the connection's io thread, or on the request-handler pool
+// because it may wait (broker/handler_pool.h).
+enum Runs { kInline, kPool };
+
 struct HandlerRow {
   ApiKey key;
   HandlerFn fn;
+  Runs runs = kInline;
 };
 
 // The APIs this broker answers. An API appears in ApiVersions exactly when it has a row here
-// and in the protocol's table; the version range is the protocol's.
+// and in the protocol's table; the version range is the protocol's. kPool: admin requests
+// (they wait for the metadata quorum in a cluster), InitProducerId (a read barrier), the group
+// APIs (the coordinator appends to __consumer_offsets under its lock) and DescribeLogDirs (it
+// walks the data dir). Produce and Fetch stay inline: their waits are delayed operations.
 const HandlerRow kHandlers[] = {
     {ApiKey::kProduce, HandleProduce},
     {ApiKey::kFetch, HandleFetch},
@@ -27,33 +35,33 @@ const HandlerRow kHandlers[] = {
     {ApiKey::kOffsetForLeaderEpoch, HandleOffsetForLeaderEpoch},
     {ApiKey::kMetadata, HandleMetadata},
     {ApiKey::kApiVersions, HandleApiVersions},
-    {ApiKey::kCreateTopics, HandleCreateTopics},
-    {ApiKey::kDeleteTopics, HandleDeleteTopics},
-    {ApiKey::kDeleteRecords, HandleDeleteRecords},
-    {ApiKey::kInitProducerId, HandleInitProducerId},
+    {ApiKey::kCreateTopics, HandleCreateTopics, kPool},
+    {ApiKey::kDeleteTopics, HandleDeleteTopics, kPool},
+    {ApiKey::kDeleteRecords, HandleDeleteRecords, kPool},
+    {ApiKey::kInitProducerId, HandleInitProducerId, kPool},
     {ApiKey::kDescribeConfigs, HandleDescribeConfigs},
-    {ApiKey::kAlterConfigs, HandleAlterConfigs},
-    {ApiKey::kIncrementalAlterConfigs, HandleIncrementalAlterConfigs},
-    {ApiKey::kCreatePartitions, HandleCreatePartitions},
+    {ApiKey::kAlterConfigs, HandleAlterConfigs, kPool},
+    {ApiKey::kIncrementalAlterConfigs, HandleIncrementalAlterConfigs, kPool},
+    {ApiKey::kCreatePartitions, HandleCreatePartitions, kPool},
     {ApiKey::kFindCoordinator, HandleFindCoordinator},
-    {ApiKey::kJoinGroup, HandleJoinGroup},
-    {ApiKey::kSyncGroup, HandleSyncGroup},
-    {ApiKey::kHeartbeat, HandleHeartbeat},
-    {ApiKey::kLeaveGroup, HandleLeaveGroup},
-    {ApiKey::kOffsetCommit, HandleOffsetCommit},
-    {ApiKey::kOffsetFetch, HandleOffsetFetch},
-    {ApiKey::kDescribeGroups, HandleDescribeGroups},
-    {ApiKey::kListGroups, HandleListGroups},
-    {ApiKey::kDeleteGroups, HandleDeleteGroups},
+    {ApiKey::kJoinGroup, HandleJoinGroup, kPool},
+    {ApiKey::kSyncGroup, HandleSyncGroup, kPool},
+    {ApiKey::kHeartbeat, HandleHeartbeat, kPool},
+    {ApiKey::kLeaveGroup, HandleLeaveGroup, kPool},
+    {ApiKey::kOffsetCommit, HandleOffsetCommit, kPool},
+    {ApiKey::kOffsetFetch, HandleOffsetFetch, kPool},
+    {ApiKey::kDescribeGroups, HandleDescribeGroups, kPool},
+    {ApiKey::kListGroups, HandleListGroups, kPool},
+    {ApiKey::kDeleteGroups, HandleDeleteGroups, kPool},
     {ApiKey::kDescribeQuorum, HandleDescribeQuorum},
     {ApiKey::kSiltAppendBatches, HandleSiltAppendBatches},
-    {ApiKey::kElectLeaders, HandleElectLeaders},
-    {ApiKey::kAlterPartitionReassignments, HandleAlterPartitionReassignments},
+    {ApiKey::kElectLeaders, HandleElectLeaders, kPool},
+    {ApiKey::kAlterPartitionReassignments, HandleAlterPartitionReassignments, kPool},
     {ApiKey::kListPartitionReassignments, HandleListPartitionReassignments},
     {ApiKey::kDescribeCluster, HandleDescribeCluster},
-    {ApiKey::kDescribeLogDirs, HandleDescribeLogDirs},
+    {ApiKey::kDescribeLogDirs, HandleDescribeLogDirs, kPool},
     {ApiKey::kDescribeProducers, HandleDescribeProducers},
-    {ApiKey::kOffsetDelete, HandleOffsetDelete},
+    {ApiKey::kOffsetDelete, HandleOffsetDelete, kPool},
 };
 
 std::vector<ApiRow> BuildRows() {
@@ -62,7 +70,8 @@ std::vector<ApiRow> BuildRows() {
     const protocol::ApiInfo* info = protocol::FindApi(h.key);
     if (info == nullptr) continue;
     rows.push_back(ApiRow{static_cast<int16_t>(info->key), info->name, info->min_version,
-                          info->max_version, info->first_flexible_version, h.fn});
+                          info->max_version, info->first_flexible_version, h.fn,
+                          h.runs == kPool});
   }
   std::sort(rows.begin(), rows.end(),
             [](const ApiRow& a, const ApiRow& b) { return a.api_key < b.api_key; });
@@ -110,6 +119,11 @@ Status Dispatcher::ParseHeader(Request* req, bool* flexible_response_header) con
   *flexible_response_header =
       protocol::ResponseHeaderVersion(h.request_api_key, h.request_api_version) >= 1;
   return Status::OK();
+}
+
+bool Dispatcher::RunsOnPool(int16_t api_key) const {
+  const ApiRow* row = FindApi(api_key);
+  return row != nullptr && row->pooled;
 }
 
 Status Dispatcher::Dispatch(std::shared_ptr<Request> req, Respond respond) const {

@@ -27,6 +27,9 @@ struct ApiRow {
   int16_t max_version;
   int16_t first_flexible;  // first version using flexible encodings (INT16_MAX: none)
   HandlerFn handler;
+  // The handler may wait (on the metadata quorum, another node, a lock held across disk I/O):
+  // it runs on the request-handler pool, never on an io thread (broker/handler_pool.h).
+  bool pooled = false;
 };
 
 // The rows this broker serves, in api_key order.
@@ -43,8 +46,10 @@ class Dispatcher {
   // fields. Errors (unknown api key, unsupported version other than ApiVersions', truncated
   // header) mean the connection must be closed; the message says why, for the log line.
   Status ParseHeader(Request* req, bool* flexible_response_header) const;
-  // Runs the handler of a request whose header ParseHeader accepted.
+  // Runs the handler of a request whose header ParseHeader accepted, on the calling thread.
   Status Dispatch(std::shared_ptr<Request> req, Respond respond) const;
+  // Whether the handler of `api_key` must run on the request-handler pool (ApiRow::pooled).
+  bool RunsOnPool(int16_t api_key) const;
 
  private:
   BrokerContext* ctx_;

@@ -17,6 +17,7 @@
 #include "broker/broker_metrics.h"
 #include "broker/connection.h"
 #include "broker/dispatch.h"
+#include "broker/handler_pool.h"
 #include "broker/io.h"
 #include "broker/logging.h"
 #include "broker/metrics_http.h"
@@ -29,6 +30,8 @@ struct Server::Impl {
   BrokerConfig config;
   std::unique_ptr<Broker> broker;
   std::unique_ptr<Dispatcher> dispatcher;
+  // The request-handler threads; stopped before the broker closes (broker/handler_pool.h).
+  std::unique_ptr<HandlerPool> pool;
   ConnectionEnv env;
   std::mutex mu;
   std::condition_variable cv;
@@ -185,6 +188,8 @@ Result<std::unique_ptr<Server>> Server::Start(const BrokerConfig& config,
   impl->env.dispatcher = impl->dispatcher.get();
   impl->env.max_request_bytes = config.socket_request_max_bytes;
   impl->env.max_in_flight = config.max_in_flight_per_connection;
+  impl->pool = std::make_unique<HandlerPool>(config.handler_threads, config.queued_max_requests);
+  impl->env.pool = impl->pool.get();
   impl->env.on_closed = [raw] { raw->OnClosed(); };
 
   asio::error_code ec;
@@ -246,7 +251,8 @@ Result<std::unique_ptr<Server>> Server::Start(const BrokerConfig& config,
   LogInfo("listening on " + shown + ":" + std::to_string(impl->port) + " (advertised " +
           adv_host + ":" + std::to_string(adv_port) + ", node " + std::to_string(config.node_id) +
           ", cluster " + impl->broker->node().cluster_id + ", data dir " + config.data_dir + ", " +
-          std::to_string(n) + " io threads)");
+          std::to_string(n) + " network threads, " + std::to_string(impl->pool->threads()) +
+          " request handler threads)");
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -286,6 +292,8 @@ Status Server::Shutdown() {
               " connection(s) still busy after 5s; closing them");
     }
   }
+  // Handlers still running answer into connections that are gone; none may outlive the broker.
+  s.pool->Stop();
   s.work.reset();
   s.io.stop();
   for (auto& t : s.threads) t.join();

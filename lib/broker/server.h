@@ -1,10 +1,11 @@
 // `silt serve`'s network server: a TCP listener speaking the Kafka protocol over a Broker.
 //
-// Threads: one io_context run by config.io_threads threads (2 by default, one per core of the
-// target machine). Each connection is served on its own strand, so its requests are decoded,
-// handled and answered in order while different connections proceed in parallel. Nothing on an
-// io thread blocks for long: reads and writes are asynchronous, sendfile(2) runs on a
-// non-blocking socket, only appends (and their configured fsyncs) run inline.
+// Threads: one io_context run by config.io_threads threads (num.network.threads, 2 by default).
+// Each connection is served on its own strand, so its requests are decoded, handled and answered
+// in order while different connections proceed in parallel. Nothing on an io thread waits:
+// reads and writes are asynchronous, sendfile(2) runs on a non-blocking socket, and the
+// handlers that may wait run on the request-handler pool (broker/handler_pool.h,
+// num.io.threads), whose bounded queue pushes back on the sockets when it is full.
 #pragma once
 
 #include <memory>

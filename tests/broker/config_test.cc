@@ -25,6 +25,9 @@ TEST_CASE("a Kafka server.properties file maps onto the broker config") {
                           "log.retention.hours=2\n"
                           "log.segment.bytes=1048576\n"
                           "num.network.threads=3\n"
+                          "num.io.threads=5\n"
+                          "queued.max.requests=77\n"
+                          "socket.send.buffer.bytes=102400\n"
                           "zookeeper.connect=localhost:2181\n")
               .ok());
   BrokerConfig c;
@@ -39,6 +42,10 @@ TEST_CASE("a Kafka server.properties file maps onto the broker config") {
   CHECK(!c.auto_create_topics);
   CHECK(c.log_defaults.retention_ms == 2 * 3600 * 1000);
   CHECK(c.log_defaults.segment_bytes == 1048576);
+  // Kafka's thread keys: network threads run the sockets, io threads the handlers that wait.
+  CHECK(c.io_threads == 3);
+  CHECK(c.handler_threads == 5);
+  CHECK(c.queued_max_requests == 77);
   CHECK(c.ignored_keys.size() == 2);
 
   CHECK(!ApplyServerProperty(&c, "num.partitions", "zero").ok());

@@ -17,12 +17,12 @@ serve_until_listening() {
 cat >"$TMP/server.properties" <<'PROPS'
 num.partitions=2
 log.retention.hourz=5
-num.network.threads=3
+socket.send.buffer.bytes=102400
 PROPS
 if serve_until_listening "$TMP/serve.log" -c "$TMP/server.properties" -d "$TMP/d1"; then pass; else fail "serve did not start: $(cat "$TMP/serve.log")"; fi
 log=$(cat "$TMP/serve.log")
 assert_contains "$log" "unknown config key 'log.retention.hourz' in $TMP/server.properties (did you mean 'log.retention.hours'?); ignored" "a typo is named with the nearest key"
-assert_contains "$log" "config key 'num.network.threads' has no effect on this broker; ignored" "a real Kafka key is only noted"
+assert_contains "$log" "config key 'socket.send.buffer.bytes' has no effect on this broker; ignored" "a real Kafka key is only noted"
 assert_not_contains "$log" "'log.retention.hourz' has no effect" "a typo is not called a key without effect"
 
 # A second broker on the same data directory: one error line naming the first one's pid.

@@ -29,11 +29,11 @@ broker.id=3
 listeners=PLAINTEXT://127.0.0.1:1
 log.dirs=$WORK/from-file
 num.partitions=4
-num.network.threads=3
+socket.send.buffer.bytes=102400
 PROPS
 start_broker -c "$WORK/server.properties"
 grep -q "node 3" "$WORK/broker.log" || fail "broker.id from the file not used"
-grep -q "num.network.threads" "$WORK/broker.log" || fail "ignored key not reported"
+grep -q "socket.send.buffer.bytes" "$WORK/broker.log" || fail "ignored key not reported"
 [ -d "$WORK/data" ] || fail "-d did not override log.dirs"
 echo "ok: config file and flag precedence"
 
