@@ -206,6 +206,9 @@ Status ApplyServerProperty(BrokerConfig* c, const std::string& key, const std::s
   }
   if (key == "num.network.threads") return ParseInt<int>(key, value, 1, 64, &c->io_threads);
   if (key == "num.io.threads") return ParseInt<int>(key, value, 1, 256, &c->handler_threads);
+  if (key == "max.partitions.per.request") {
+    return ParseInt<int32_t>(key, value, 1, 1 << 20, &c->max_partitions_per_request);
+  }
   if (key == "queued.max.requests") {
     return ParseInt<int>(key, value, 1, 1000000, &c->queued_max_requests);
   }
@@ -275,7 +278,7 @@ std::vector<std::string> KnownServerProperties() {
       "listeners", "advertised.listeners", "log.dirs", "log.dir", "node.id", "broker.id",
       "cluster.id", "num.partitions", "auto.create.topics.enable", "message.max.bytes",
       "socket.request.max.bytes", "max.connections", "log.retention.check.interval.ms",
-      "num.network.threads", "num.io.threads", "queued.max.requests",
+      "num.network.threads", "num.io.threads", "queued.max.requests", "max.partitions.per.request",
       "offsets.topic.num.partitions", "offsets.retention.minutes",
       "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
       "group.min.session.timeout.ms", "group.max.session.timeout.ms", "log.cleaner.enable",

@@ -87,6 +87,9 @@ struct BrokerConfig {
   // (queued.max.requests). broker/handler_pool.h.
   int handler_threads = 8;
   int queued_max_requests = 500;
+  // Partitions one CreateTopics or CreatePartitions request may create, over all its topics
+  // (max.partitions.per.request, silt's; Kafka's KRaft controller has the same bound, fixed).
+  int32_t max_partitions_per_request = 10000;
   // How often closed segments are checked against retention.ms/retention.bytes
   // (log.retention.check.interval.ms), and time-based flushes (flush.ms) are run.
   int64_t retention_check_interval_ms = 300000;

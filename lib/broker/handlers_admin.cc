@@ -70,6 +70,15 @@ void DescribeCreated(BrokerContext& ctx, const std::string& name, int32_t partit
   }
 }
 
+// max.partitions.per.request: the partitions one request may ask for over all its topics,
+// checked before any placement or allocation, the same on one node and in a cluster. Past it
+// the whole request is refused with POLICY_VIOLATION, as Kafka's KRaft controller refuses a
+// request of over 10,000 partitions.
+std::string OverPartitionCap(int64_t total, int32_t cap) {
+  return "Excessively large number of partitions per request: " + std::to_string(total) +
+         " asked, max.partitions.per.request is " + std::to_string(cap);
+}
+
 }  // namespace
 
 // ---- CreateTopics -----------------------------------------------------------------------
@@ -78,6 +87,28 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
   protocol::CreateTopicsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::CreateTopicsResponse resp;
+  const int32_t cap = ctx.config.max_partitions_per_request;
+  int64_t total = 0;
+  for (const auto& t : request.topics) {
+    if (!t.assignments.empty()) {
+      total += static_cast<int64_t>(t.assignments.size());
+    } else if (t.num_partitions == -1) {
+      total += ctx.config.num_partitions;
+    } else if (t.num_partitions > 0) {
+      total += t.num_partitions;
+    }
+  }
+  if (total > cap) {
+    for (const auto& t : request.topics) {
+      protocol::CreateTopicsResponse::Topic tr;
+      tr.name = t.name;
+      tr.error_code = Wire(ErrorCode::POLICY_VIOLATION);
+      tr.error_message = OverPartitionCap(total, cap);
+      resp.topics.push_back(std::move(tr));
+    }
+    respond(EncodeBody(resp, req->api_version));
+    return Status::OK();
+  }
   std::map<std::string, int> seen;
   for (const auto& t : request.topics) ++seen[t.name];
   for (const auto& t : request.topics) {
@@ -133,6 +164,7 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
     if (tr.error_code == 0 && !ValidConfigs(configs, &why)) {
       fail(ErrorCode::INVALID_CONFIG, why);
     }
+
     if (tr.error_code == 0) {
       auto existing = ctx.metadata.GetTopic(t.name);
       if (existing.ok()) {
@@ -221,6 +253,13 @@ Status HandleCreatePartitions(BrokerContext& ctx, std::shared_ptr<Request> req, 
   protocol::CreatePartitionsRequest request;
   SILT_TRY(DecodeBody(*req, &request));
   protocol::CreatePartitionsResponse resp;
+  const int32_t cap = ctx.config.max_partitions_per_request;
+  int64_t total = 0;
+  for (const auto& t : request.topics) {
+    if (auto info = ctx.metadata.GetTopic(t.name); info.ok() && t.count > info->partition_count) {
+      total += int64_t{t.count} - info->partition_count;
+    }
+  }
   for (const auto& t : request.topics) {
     decltype(resp.results)::value_type r;
     r.name = t.name;
@@ -235,6 +274,8 @@ Status HandleCreatePartitions(BrokerContext& ctx, std::shared_ptr<Request> req, 
       fail(ErrorCode::INVALID_PARTITIONS,
            "topic has " + std::to_string(info->partition_count) + " partitions; the new count " +
                std::to_string(t.count) + " must be larger");
+    } else if (total > cap) {
+      fail(ErrorCode::POLICY_VIOLATION, OverPartitionCap(total, cap));
     } else if (t.assignments &&
                static_cast<int32_t>(t.assignments->size()) != t.count - info->partition_count) {
       fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT, "one assignment per new partition is needed");
