@@ -86,10 +86,18 @@ const std::vector<ApiRow>& ApiRows() {
 }
 
 const ApiRow* FindApi(int16_t api_key) {
-  for (const ApiRow& r : ApiRows()) {
-    if (r.api_key == api_key) return &r;
-  }
-  return nullptr;
+  // Looked up several times per request: indexed by api key, built once.
+  static const std::vector<const ApiRow*> by_key = [] {
+    std::vector<const ApiRow*> v;
+    for (const ApiRow& r : ApiRows()) {
+      if (r.api_key < 0) continue;
+      if (static_cast<size_t>(r.api_key) >= v.size()) v.resize(r.api_key + 1, nullptr);
+      v[r.api_key] = &r;
+    }
+    return v;
+  }();
+  if (api_key < 0 || static_cast<size_t>(api_key) >= by_key.size()) return nullptr;
+  return by_key[api_key];
 }
 
 Status Dispatcher::ParseHeader(Request* req, bool* flexible_response_header) const {

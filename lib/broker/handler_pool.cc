@@ -44,8 +44,7 @@ std::shared_ptr<HandlerPool::Serial> HandlerPool::NewSerial() {
 }
 
 bool HandlerPool::Idle(const Serial& serial) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return serial.tasks.empty() && !serial.scheduled;
+  return serial.unfinished.load(std::memory_order_acquire) == 0;
 }
 
 bool HandlerPool::Submit(const std::shared_ptr<Serial>& serial, std::function<void()> task) {
@@ -56,6 +55,7 @@ bool HandlerPool::Submit(const std::shared_ptr<Serial>& serial, std::function<vo
     task();
     return true;
   }
+  serial->unfinished.fetch_add(1, std::memory_order_relaxed);
   serial->tasks.push_back(std::move(task));
   ++waiting_;
   WaitingGauge().Set(static_cast<int64_t>(waiting_));
@@ -101,6 +101,7 @@ void HandlerPool::Run() {
     for (auto& w : wake) w();
     task();
     task = nullptr;  // release what the task held before taking the lock again
+    serial->unfinished.fetch_sub(1, std::memory_order_release);
     lock.lock();
     --busy_;
     BusyGauge().Set(busy_);

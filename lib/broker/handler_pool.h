@@ -15,6 +15,7 @@
 // the socket: never a blocked io thread, never a dropped request).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +36,9 @@ class HandlerPool {
     friend class HandlerPool;
     std::deque<std::function<void()>> tasks;  // under the pool's mutex
     bool scheduled = false;  // in the pool's ready queue, or running
+    // Tasks submitted and not yet finished: Idle reads it without the pool's mutex, so an
+    // inline request (every Produce and Fetch) takes no lock shared across connections.
+    std::atomic<int> unfinished{0};
   };
 
   // Starts `threads` (at least 1) threads; `max_queued` (at least 1) is the number of waiting

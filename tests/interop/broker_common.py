@@ -42,6 +42,17 @@ def skip_part(message):
     _skipped_parts.append(message)
 
 
+def recv_exact(s, n):
+    """Exactly `n` bytes from socket `s`; EOFError when the peer closes first."""
+    out = b""
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        if not chunk:
+            raise EOFError("connection closed by the broker")
+        out += chunk
+    return out
+
+
 def finish(message):
     """The test's last line: PASS when every part ran, otherwise a skip listing what did not."""
     if _skipped_parts:

@@ -13,7 +13,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_common import finish, skip  # noqa: E402
+from broker_common import finish, recv_exact, skip  # noqa: E402
 from cluster_common import Cluster  # noqa: E402
 
 SILT = os.environ.get("SILT")
@@ -52,16 +52,6 @@ def raw_create_topics(address, name, partitions, replication_factor):
         out.append((topic, struct.unpack(">h", r[pos:pos + 2])[0]))
         pos += 2
     return out
-
-
-def recv_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("connection closed")
-        buf += chunk
-    return buf
 
 CAP = 600
 cluster = Cluster(SILT, "interop-limits-1", prefix="silt-limits-",

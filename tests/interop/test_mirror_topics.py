@@ -21,6 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import broker_common  # noqa: E402
 from broker_common import Broker, finish, skip, skip_part  # noqa: E402
 
 SILT = os.environ.get("SILT")
@@ -85,13 +86,10 @@ def silt_append(address, topic, partition, expected, batches, timeout_ms=10000):
 
 
 def recv_exact(s, n):
-    out = b""
-    while len(out) < n:
-        chunk = s.recv(n - len(out))
-        if not chunk:
-            fail("connection closed by the broker")
-        out += chunk
-    return out
+    try:
+        return broker_common.recv_exact(s, n)
+    except EOFError as e:
+        fail(str(e))
 
 
 def segment(partition_dir):
