@@ -1,15 +1,15 @@
 #!/bin/bash
 # Runs the libFuzzer targets of tests/fuzz, each for SECONDS (default 600; `make fuzz` runs 60),
 # FUZZ_JOBS of them at a time (default: the number of cores). Builds them first (make fuzz-build:
-# clang, ASan + UBSan, in build-fuzz).
+# clang, ASan + UBSan, in build-asan: the targets share the ASan build of make asan).
 #
 #   scripts/fuzz.sh [-s SECONDS] [TARGET...]     targets: request batch segment json_record
 #
 # Seeds: tests/fuzz/corpus/<target>/ (made here), request frames made from tests/data/protocol
 # (tests/fuzz/make_seeds.py), the Kafka-written logs and client vectors of ../shared/fixtures
 # (read in place), and, when build/silt exists, logs it writes with every codec. New inputs the
-# fuzzer finds accumulate in build-fuzz/fuzz-corpus/<target>/; a crashing input is saved as
-# build-fuzz/fuzz-artifacts/<target>-crash-*, and reproduces with `build-fuzz/tests/fuzz/<target>_fuzz FILE`.
+# fuzzer finds accumulate in build-asan/fuzz-corpus/<target>/; a crashing input is saved as
+# build-asan/fuzz-artifacts/<target>-crash-*, and reproduces with `build-asan/tests/fuzz/<target>_fuzz FILE`.
 # Exit status 1 when any target found a crash.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ done
 shift $((OPTIND - 1))
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(request batch segment json_record)
-FUZZ_BUILD=${FUZZ_BUILD:-build-fuzz}
+FUZZ_BUILD=${FUZZ_BUILD:-build-asan}
 FUZZ_JOBS=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 FIX="$ROOT/../shared/fixtures"
 

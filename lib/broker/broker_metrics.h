@@ -81,8 +81,8 @@ class RequestMetrics {
   // or resource), counted under Msg::kApiKey. Called wherever a response body is encoded.
   template <typename Msg>
   void OnResponseMessage(const Msg& msg) {
-    const int16_t api = static_cast<int16_t>(Msg::kApiKey);
-    auto count = [this, api](int16_t code) {
+    constexpr int16_t api = static_cast<int16_t>(Msg::kApiKey);
+    auto count = [this](int16_t code) {
       if (code != 0) OnError(api, code);
     };
     ForEachErrorCode(msg, count);

@@ -121,7 +121,9 @@ Status HandleDescribeLogDirs(BrokerContext& ctx, std::shared_ptr<Request> req, R
       ps.insert(ps.end(), t.partitions.begin(), t.partitions.end());
     }
   }
-  for (const auto& [name, ps] : wanted) {
+  for (const auto& want : wanted) {
+    const std::string& name = want.first;
+    const std::vector<int32_t>& ps = want.second;
     auto meta = std::find_if(topics.begin(), topics.end(),
                              [&](const TopicMetadata& t) { return t.name == name; });
     if (meta == topics.end()) continue;  // Kafka leaves out what it does not host

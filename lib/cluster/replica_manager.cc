@@ -237,7 +237,9 @@ void ReplicaManager::Impl::Reconcile() {
                         [](const TopicImage* t) { return t->name.rfind("__", 0) != 0; });
   for (const TopicImage* tp : order) {
     const TopicImage& t = *tp;
-    for (const auto& [pid, part] : t.partitions) {
+    for (const auto& entry : t.partitions) {
+      const int32_t pid = entry.first;  // a plain variable: captured by the lambda below
+      const auto& part = entry.second;
       if (!Contains(part.replicas, o.self)) continue;
       Key key{t.name, pid};
       seen.insert(key);

@@ -285,7 +285,7 @@ TEST_CASE("AlterConfigs replaces a topic's whole override set, with Kafka's erro
 
     // An empty set removes every override.
     CHECK(Alter(c, {{kConfigResourceTopic, "legacy", {}}}, v)[0].error_code == 0);
-    for (const auto& [k, x] : Describe(c, "legacy")) CHECK_MESSAGE(x.source == 5, k);
+    for (const auto& kx : Describe(c, "legacy")) CHECK_MESSAGE(kx.second.source == 5, kx.first);
   }
 }
 

@@ -181,7 +181,9 @@ TEST_CASE(
   const std::string src_path = MakeSource(tmp.path());
   const std::pair<FsyncMode, std::string> modes[] = {
       {FsyncMode::kStep, "step"}, {FsyncMode::kEnd, "end"}, {FsyncMode::kNever, "never"}};
-  for (const auto& [mode, name] : modes) {
+  for (const auto& m : modes) {
+    const FsyncMode mode = m.first;
+    const std::string& name = m.second;  // not a binding: CAPTURE takes it into a lambda
     CAPTURE(name);
     const std::string dst_path = JoinPath(tmp.path(), "dst-" + name);
     {

@@ -693,8 +693,9 @@ TEST_CASE(
     if (s % (2 * kBoundary) >= 2 * kBoundary - 40 && s % (2 * kBoundary) <= 2 * kBoundary - 17)
       cut_header = s;
   REQUIRE(cut_header > 0);
-  for (auto [at, batch] : {std::pair{last + (200 << 10), last},
-                           std::pair{cut_header + 40, cut_header}}) {
+  for (auto cut : {std::pair{last + (200 << 10), last}, std::pair{cut_header + 40, cut_header}}) {
+    const int64_t at = cut.first;  // not a binding: CAPTURE takes it into a lambda
+    const int64_t batch = cut.second;
     CAPTURE(at);
     FlipByte(src_dir / SegName(0, ".log"), at);
     TempDir dst_dir;
