@@ -31,8 +31,32 @@ bool ValidConfigs(const std::map<std::string, std::string>& configs, std::string
 }
 
 // Single node: the only replica that can be named is this broker.
-bool ValidAssignment(const std::vector<int32_t>& brokers, int32_t node) {
-  return brokers.size() == 1 && brokers[0] == node;
+// Kafka's checks of a manual replica assignment (one partition's replicas): not empty, the
+// same count as the first partition's (`*factor`, set by the first call), no broker twice,
+// every broker registered (Brokers(); on a single node, this node alone). "" when it is good.
+std::string CheckAssignment(const std::vector<int32_t>& brokers, const std::set<int32_t>& known,
+                            int32_t* factor) {
+  if (brokers.empty()) return "a partition must have at least one replica";
+  if (*factor < 0) *factor = static_cast<int32_t>(brokers.size());
+  if (static_cast<int32_t>(brokers.size()) != *factor) {
+    return "every partition must have the same number of replicas";
+  }
+  std::set<int32_t> seen;
+  for (int32_t b : brokers) {
+    if (!seen.insert(b).second) return "broker " + std::to_string(b) + " appears twice";
+    if (known.count(b) == 0) {
+      return "the assignment includes broker " + std::to_string(b) +
+             ", but no such broker is registered";
+    }
+  }
+  return "";
+}
+
+std::set<int32_t> KnownBrokers(BrokerContext& ctx) {
+  std::set<int32_t> known;
+  for (const auto& b : ctx.metadata.Brokers()) known.insert(b.id.value());
+  if (known.empty()) known.insert(ctx.node.node_id.value());
+  return known;
 }
 
 // DescribeConfigs ConfigSource values.
@@ -120,6 +144,8 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
     };
     std::string why;
     int32_t partitions = t.num_partitions == -1 ? ctx.config.num_partitions : t.num_partitions;
+    std::vector<std::vector<NodeId>> assignment;  // the replicas asked for, when given
+    int32_t assigned_factor = -1;
     // -1: the broker's default.replication.factor, as in Kafka.
     const int32_t factor =
         t.replication_factor == -1 ? ctx.config.default_replication_factor : t.replication_factor;
@@ -137,18 +163,22 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
            "give either assignments or num_partitions/replication_factor, not both");
     } else if (!t.assignments.empty()) {
       partitions = static_cast<int32_t>(t.assignments.size());
-      std::set<int32_t> idx;
+      const std::set<int32_t> known = KnownBrokers(ctx);
+      assignment.assign(static_cast<size_t>(partitions), {});
+      assigned_factor = -1;
       for (const auto& a : t.assignments) {
-        idx.insert(a.partition_index);
-        if (!ValidAssignment(a.broker_ids, ctx.node.node_id.value())) {
-          fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT,
-               "this single-node cluster has only broker " + std::to_string(ctx.node.node_id.value()));
+        if (a.partition_index < 0 || a.partition_index >= partitions ||
+            !assignment[a.partition_index].empty()) {
+          fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT, "partition indexes must be 0..N-1");
           break;
         }
-      }
-      if (tr.error_code == 0 && (static_cast<int32_t>(idx.size()) != partitions ||
-                                 *idx.begin() != 0 || *idx.rbegin() != partitions - 1)) {
-        fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT, "partition indexes must be 0..N-1");
+        if (std::string bad = CheckAssignment(a.broker_ids, known, &assigned_factor);
+            !bad.empty()) {
+          fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+               "partition " + std::to_string(a.partition_index) + ": " + bad);
+          break;
+        }
+        for (int32_t b : a.broker_ids) assignment[a.partition_index].push_back(NodeId(b));
       }
     } else if (partitions <= 0) {
       fail(ErrorCode::INVALID_PARTITIONS, "number of partitions must be at least 1");
@@ -170,15 +200,19 @@ Status HandleCreateTopics(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
       if (existing.ok()) {
         fail(ErrorCode::TOPIC_ALREADY_EXISTS, "topic '" + t.name + "' already exists");
       } else if (request.validate_only) {
-        DescribeCreated(ctx, t.name, partitions, std::max<int32_t>(1, factor), configs, true,
-                        &tr);
+        DescribeCreated(ctx, t.name, partitions,
+                        assignment.empty() ? std::max<int32_t>(1, factor) : assigned_factor,
+                        configs, true, &tr);
       } else {
-        auto created = ctx.metadata.CreateTopicWithReplicas(
-            t.name, partitions, std::max<int32_t>(1, factor), configs);
+        auto created = assignment.empty()
+                           ? ctx.metadata.CreateTopicWithReplicas(
+                                 t.name, partitions, std::max<int32_t>(1, factor), configs)
+                           : ctx.metadata.CreateTopicWithAssignment(t.name, assignment, configs);
         if (created.ok()) {
           LogInfo("created topic " + t.name + " with " + std::to_string(created->partition_count) +
                   " partition(s)");
-          DescribeCreated(ctx, t.name, created->partition_count, std::max<int32_t>(1, factor),
+          DescribeCreated(ctx, t.name, created->partition_count,
+                          assignment.empty() ? std::max<int32_t>(1, factor) : assigned_factor,
                           configs, false, &tr);
         } else {
           const Status& s = created.status();
@@ -281,10 +315,13 @@ Status HandleCreatePartitions(BrokerContext& ctx, std::shared_ptr<Request> req, 
       fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT, "one assignment per new partition is needed");
     } else {
       if (t.assignments) {
+        // Checked as Kafka checks them; the new partitions are then placed like the topic's
+        // others (silt places them itself, see silt-serve(1)).
+        const std::set<int32_t> known = KnownBrokers(ctx);
+        int32_t f = -1;
         for (const auto& a : *t.assignments) {
-          if (!ValidAssignment(a.broker_ids, ctx.node.node_id.value())) {
-            fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT,
-                 "this single-node cluster has only broker " + std::to_string(ctx.node.node_id.value()));
+          if (std::string bad = CheckAssignment(a.broker_ids, known, &f); !bad.empty()) {
+            fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT, bad);
             break;
           }
         }

@@ -82,6 +82,16 @@ class MetadataStore {
     (void)replication_factor;
     return CreateTopic(name, partitions, configs);
   }
+  // CreateTopic with the replicas of each partition given (CreateTopics' assignments): entry p
+  // lists partition p's replicas, the first its preferred leader. The caller has checked their
+  // shape (same count everywhere, no broker twice) and that every broker is in Brokers(); the
+  // store refuses a broker it does not know with InvalidArgument. On a single node every entry
+  // is this node alone, and this is CreateTopic.
+  virtual Result<TopicMetadata> CreateTopicWithAssignment(
+      const std::string& name, const std::vector<std::vector<NodeId>>& assignment,
+      const std::map<std::string, std::string>& configs) {
+    return CreateTopic(name, static_cast<int32_t>(assignment.size()), configs);
+  }
   virtual Status DeleteTopic(const std::string& name) = 0;
   virtual Status AddPartitions(const std::string& name, int32_t new_total) = 0;
   // The effective config: broker defaults with the topic's overrides applied.

@@ -107,6 +107,9 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
       const std::map<std::string, std::string>& configs) override;
   Status DeleteTopic(const std::string& name) override;
   Status AddPartitions(const std::string& name, int32_t new_total) override;
+  Result<broker::TopicMetadata> CreateTopicWithAssignment(
+      const std::string& name, const std::vector<std::vector<NodeId>>& assignment,
+      const std::map<std::string, std::string>& configs) override;
   Result<storage::LogConfig> TopicConfig(const std::string& name) override;
   Status AlterTopicConfig(const std::string& name, const ConfigEdit& edit,
                           bool validate_only) override;
@@ -906,6 +909,49 @@ Result<broker::TopicMetadata> ImageStore::CreateTopic(
                                  node_->options.config.default_replication_factor, configs);
 }
 
+// The replicas asked for, each a registered broker; every one starts in the ISR and the first
+// leads, as for placed replicas (below). A fenced broker may be named, as in Kafka: its
+// replicas leave the ISR once the controller sees it fenced.
+Result<broker::TopicMetadata> ImageStore::CreateTopicWithAssignment(
+    const std::string& name, const std::vector<std::vector<NodeId>>& assignment,
+    const std::map<std::string, std::string>& configs) {
+  SILT_TRY(ValidateTopicName(name));
+  if (IsOffsetsTopic(name)) return Status::InvalidArgument("__consumer_offsets is placed by the cluster");
+  if (assignment.empty()) return Status::InvalidArgument("no partitions");
+  SILT_TRY(CheckConfigs(LogDefaults(), configs));
+  auto img = node_->image();
+  if (img->FindTopic(name) != nullptr) {
+    return Status::AlreadyExists("topic '" + name + "' already exists");
+  }
+  for (const auto& replicas : assignment) {
+    if (replicas.empty()) return Status::InvalidArgument("a partition without replicas");
+    for (NodeId b : replicas) {
+      if (img->brokers().count(b.value()) == 0) {
+        return Status::InvalidArgument("broker " + std::to_string(b.value()) +
+                                       " is not registered in the cluster");
+      }
+    }
+  }
+  const Uuid id = NewTopicId();
+  std::vector<MetadataRecord> records{TopicRecord{name, id}};
+  for (size_t p = 0; p < assignment.size(); ++p) {
+    const auto& replicas = assignment[p];
+    records.push_back(PartitionRecord{PartitionId(static_cast<int32_t>(p)), id, replicas,
+                                      replicas, replicas[0], LeaderEpoch(0), 0});
+  }
+  for (const auto& [k, v] : configs) {
+    records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, v});
+  }
+  auto r = node_->Propose(records);
+  if (!r.ok()) {
+    if (r.status().message().find("' exists") != std::string::npos) {
+      return Status::AlreadyExists("topic '" + name + "' already exists");
+    }
+    return r.status();
+  }
+  return GetTopic(name);
+}
+
 // A new partition's replicas are all in its ISR, as in Kafka: every one of them holds all of its
 // (no) records. The first replica is the leader (the preferred leader).
 Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
@@ -1376,7 +1422,7 @@ Status ClusterNode::Start(broker::LocalMetadataStore* local, const broker::NodeI
   q.election_timeout_ms = s.options.election_timeout_ms;
   q.heartbeat_timeout_ms = s.options.heartbeat_timeout_ms;
   Impl* raw = &s;
-  q.on_leadership = [raw](LeadershipChange c) {
+  q.on_leadership = [](LeadershipChange c) {
     if (c.ready) {
       LogInfo("this node is the controller (term " + std::to_string(c.term.value()) + ")");
     } else {

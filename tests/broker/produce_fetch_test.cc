@@ -396,6 +396,45 @@ TEST_CASE("CreateTopics with replication factor -1 takes default.replication.fac
   CHECK(got["offsets.topic.replication.factor"] == "1");  // one node: min(3, 1)
 }
 
+// A manual replica assignment on one node: this broker alone is a valid assignment; a broker
+// that is not registered, a broker named twice, a partition without replicas, or
+// partition indexes that are not 0..N-1 are INVALID_REPLICA_ASSIGNMENT (39), as in Kafka.
+TEST_CASE("CreateTopics with replica assignments is checked as Kafka checks them") {
+  TestBroker b;
+  Client c(b.port);
+  const int32_t self = b.server->broker().node().node_id.value();
+  using A = protocol::CreateTopicsRequest::Assignment;
+  protocol::CreateTopicsRequest ct;
+  auto add = [&ct](std::string name, std::vector<A> assignments) {
+    protocol::CreateTopicsRequest::Topic t;
+    t.name = std::move(name);
+    t.num_partitions = -1;
+    t.replication_factor = -1;
+    t.assignments = std::move(assignments);
+    ct.topics.push_back(t);
+  };
+  add("mine", {{0, {self}}, {1, {self}}});
+  add("unknown", {{0, {self + 7}}});
+  add("twice", {{0, {self, self}}});
+  add("empty", {{0, {self}}, {1, {}}});
+  add("gap", {{0, {self}}, {2, {self}}});
+  protocol::CreateTopicsResponse cr;
+  c.Call(ct, 4, &cr);
+  REQUIRE(cr.topics.size() == 5);
+  CHECK(cr.topics[0].error_code == 0);
+  for (size_t i = 1; i < 5; ++i) {
+    INFO(cr.topics[i].name);
+    CHECK(cr.topics[i].error_code == 39);
+    CHECK(!b.server->broker().metadata().GetTopic(cr.topics[i].name).ok());
+  }
+  REQUIRE(cr.topics[1].error_message.has_value());
+  CHECK(cr.topics[1].error_message->find("broker " + std::to_string(self + 7)) !=
+        std::string::npos);
+  auto mine = b.server->broker().metadata().GetTopic("mine");
+  REQUIRE(mine.ok());
+  CHECK(mine->partition_count == 2);
+}
+
 TEST_CASE("admin APIs create, grow, trim, describe and delete topics with Kafka's errors") {
   TestBroker b;
   Client c(b.port);

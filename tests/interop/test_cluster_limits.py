@@ -5,7 +5,12 @@ A CreateTopics of 2,000,000,000 partitions sent to a node that is not the contro
 POLICY_VIOLATION within a second, before any placement: the controller's memory does not move
 (it used to climb by gigabytes until the process was killed). Two topics whose partitions add up
 past max.partitions.per.request are refused together, and one just under it is created; a
-CreatePartitions past it is refused the same way."""
+CreatePartitions past it is refused the same way.
+
+Manual replica assignments (CreateTopics' assignments, librdkafka's test 0081): one naming live
+brokers creates the topic with exactly those replicas, the first of each partition its leader;
+one naming an unknown broker, a broker twice, or partitions of different replica counts is
+refused INVALID_REPLICA_ASSIGNMENT and creates nothing."""
 import os
 import socket
 import struct
@@ -116,6 +121,41 @@ try:
     if any(v is not None for v in got.values()):
         cluster.fail("two topics at the cap together: %s" % got)
     print("ok: the cap counts every topic of a request")
+
+    # Manual replica assignments, as Kafka checks them.
+    brokers = sorted(cluster.nodes)
+    a, b, c = brokers[:3]
+    wanted = [[a, b], [b, c], [c, a]]
+    got = create(admin, [NewTopic("assigned", len(wanted), replica_assignment=wanted)])
+    if got["assigned"] is not None:
+        cluster.fail("a valid assignment: %s" % (got["assigned"],))
+
+    def placed():
+        t = admin.list_topics(topic="assigned", timeout=5).topics.get("assigned")
+        if t is None or t.error is not None or len(t.partitions) != 3:
+            return None
+        reps = [list(t.partitions[p].replicas) for p in range(3)]
+        leaders = [t.partitions[p].leader for p in range(3)]
+        return (reps, leaders) if all(x >= 0 for x in leaders) else None
+    reps, leaders = cluster.wait_for("the assigned topic's leaders", placed)
+    if reps != wanted or leaders != [r[0] for r in wanted]:
+        cluster.fail("assigned %s, got replicas %s leaders %s" % (wanted, reps, leaders))
+    bad = {
+        "unknown-broker": [[a, 99]],
+        "twice": [[a, a]],
+        "uneven": [[a, b], [c]],
+    }
+    got = create(admin, [NewTopic(n, len(r), replica_assignment=r) for n, r in bad.items()])
+    for name, err in got.items():
+        if err is None or err[0] != "INVALID_REPLICA_ASSIGNMENT":
+            cluster.fail("assignment %s (%s): %s, not INVALID_REPLICA_ASSIGNMENT" %
+                         (bad[name], name, err))
+    print("refusals: %s" % {n: e[1] for n, e in got.items()})
+    md = admin.list_topics(timeout=5)
+    if any(n in md.topics for n in bad):
+        cluster.fail("a refused assignment created its topic: %s" % sorted(md.topics))
+    print("ok: a manual assignment is placed as given; unknown, repeated or uneven replicas "
+          "are refused")
 
     futures = admin.create_partitions([NewPartitions("under-a", CAP // 2 + CAP + 1)],
                                       request_timeout=10)
