@@ -314,20 +314,32 @@ Status HandleCreatePartitions(BrokerContext& ctx, std::shared_ptr<Request> req, 
                static_cast<int32_t>(t.assignments->size()) != t.count - info->partition_count) {
       fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT, "one assignment per new partition is needed");
     } else {
+      // Given replicas are checked as Kafka checks them, with the topic's replica count as
+      // the one every new partition must have, and placed as given.
+      std::vector<std::vector<NodeId>> assignment;
       if (t.assignments) {
-        // Checked as Kafka checks them; the new partitions are then placed like the topic's
-        // others (silt places them itself, see silt-serve(1)).
         const std::set<int32_t> known = KnownBrokers(ctx);
-        int32_t f = -1;
+        int32_t f = info->partitions.empty()
+                        ? -1
+                        : static_cast<int32_t>(info->partitions.front().replicas.size());
         for (const auto& a : *t.assignments) {
           if (std::string bad = CheckAssignment(a.broker_ids, known, &f); !bad.empty()) {
-            fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT, bad);
+            fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+                 bad == "every partition must have the same number of replicas"
+                     ? "the topic's partitions have " + std::to_string(f) +
+                           " replicas; every new partition must have as many"
+                     : bad);
             break;
           }
+          std::vector<NodeId> replicas;
+          for (int32_t b : a.broker_ids) replicas.push_back(NodeId(b));
+          assignment.push_back(std::move(replicas));
         }
       }
       if (r.error_code == 0 && !request.validate_only) {
-        Status s = ctx.metadata.AddPartitions(t.name, t.count);
+        Status s = assignment.empty()
+                       ? ctx.metadata.AddPartitions(t.name, t.count)
+                       : ctx.metadata.AddPartitionsWithAssignment(t.name, t.count, assignment);
         if (!s.ok()) fail(protocol::ErrorCodeFromStatus(s), s.message());
       }
     }

@@ -94,6 +94,14 @@ class MetadataStore {
   }
   virtual Status DeleteTopic(const std::string& name) = 0;
   virtual Status AddPartitions(const std::string& name, int32_t new_total) = 0;
+  // AddPartitions with the replicas of each new partition given (CreatePartitions'
+  // assignments): entry i lists the replicas of partition (current count + i), checked by the
+  // caller as for CreateTopicWithAssignment. On a single node this is AddPartitions.
+  virtual Status AddPartitionsWithAssignment(const std::string& name, int32_t new_total,
+                                             const std::vector<std::vector<NodeId>>& assignment) {
+    (void)assignment;
+    return AddPartitions(name, new_total);
+  }
   // The effective config: broker defaults with the topic's overrides applied.
   virtual Result<storage::LogConfig> TopicConfig(const std::string& name) = 0;
   // Changes a topic's config overrides in one step: `edit` is given a copy of the current

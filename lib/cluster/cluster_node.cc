@@ -107,6 +107,8 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
       const std::map<std::string, std::string>& configs) override;
   Status DeleteTopic(const std::string& name) override;
   Status AddPartitions(const std::string& name, int32_t new_total) override;
+  Status AddPartitionsWithAssignment(const std::string& name, int32_t new_total,
+                                     const std::vector<std::vector<NodeId>>& assignment) override;
   Result<broker::TopicMetadata> CreateTopicWithAssignment(
       const std::string& name, const std::vector<std::vector<NodeId>>& assignment,
       const std::map<std::string, std::string>& configs) override;
@@ -1008,6 +1010,14 @@ Status ImageStore::DeleteTopic(const std::string& name) {
 }
 
 Status ImageStore::AddPartitions(const std::string& name, int32_t new_total) {
+  return AddPartitionsWithAssignment(name, new_total, {});
+}
+
+// `assignment` empty: the new partitions are placed (PlaceReplicas); otherwise entry i holds the
+// replicas of partition have + i, each a registered broker.
+Status ImageStore::AddPartitionsWithAssignment(
+    const std::string& name, int32_t new_total,
+    const std::vector<std::vector<NodeId>>& assignment) {
   auto img = node_->image();
   const TopicImage* t = img->FindTopic(name);
   if (t == nullptr) return Status::NotFound("topic '" + name + "' does not exist");
@@ -1020,7 +1030,24 @@ Status ImageStore::AddPartitions(const std::string& name, int32_t new_total) {
   int32_t factor = t->partitions.empty()
                        ? 1
                        : static_cast<int32_t>(t->partitions.begin()->second.replicas.size());
-  SILT_ASSIGN_OR_RETURN(auto placement, PlaceReplicas(*img, new_total - have, factor));
+  std::vector<std::vector<NodeId>> placement;
+  if (assignment.empty()) {
+    SILT_ASSIGN_OR_RETURN(placement, PlaceReplicas(*img, new_total - have, factor));
+  } else {
+    if (static_cast<int32_t>(assignment.size()) != new_total - have) {
+      return Status::InvalidArgument("one assignment per new partition is needed");
+    }
+    for (const auto& replicas : assignment) {
+      if (replicas.empty()) return Status::InvalidArgument("a partition without replicas");
+      for (NodeId b : replicas) {
+        if (img->brokers().count(b.value()) == 0) {
+          return Status::InvalidArgument("broker " + std::to_string(b.value()) +
+                                         " is not registered in the cluster");
+        }
+      }
+    }
+    placement = assignment;
+  }
   std::vector<MetadataRecord> records;
   for (int32_t p = have; p < new_total; ++p) {
     const auto& replicas = placement[p - have];

@@ -433,6 +433,22 @@ TEST_CASE("CreateTopics with replica assignments is checked as Kafka checks them
   auto mine = b.server->broker().metadata().GetTopic("mine");
   REQUIRE(mine.ok());
   CHECK(mine->partition_count == 2);
+
+  // CreatePartitions: the same checks, and the topic's replica count (one) for the new ones.
+  using PA = protocol::CreatePartitionsRequest::Assignment;
+  auto grow = [&](std::vector<int32_t> replicas) {
+    protocol::CreatePartitionsRequest cp;
+    cp.topics.push_back({"mine", 3, std::vector<PA>{PA{std::move(replicas)}}});
+    protocol::CreatePartitionsResponse cpr;
+    c.Call(cp, 1, &cpr);
+    REQUIRE(cpr.results.size() == 1);
+    return cpr.results[0].error_code;
+  };
+  CHECK(grow({self + 7}) == 39);
+  CHECK(grow({self, self}) == 39);
+  CHECK(b.server->broker().metadata().GetTopic("mine")->partition_count == 2);
+  CHECK(grow({self}) == 0);
+  CHECK(b.server->broker().metadata().GetTopic("mine")->partition_count == 3);
 }
 
 TEST_CASE("admin APIs create, grow, trim, describe and delete topics with Kafka's errors") {

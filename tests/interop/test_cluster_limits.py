@@ -10,7 +10,8 @@ CreatePartitions past it is refused the same way.
 Manual replica assignments (CreateTopics' assignments, librdkafka's test 0081): one naming live
 brokers creates the topic with exactly those replicas, the first of each partition its leader;
 one naming an unknown broker, a broker twice, or partitions of different replica counts is
-refused INVALID_REPLICA_ASSIGNMENT and creates nothing."""
+refused INVALID_REPLICA_ASSIGNMENT and creates nothing. CreatePartitions places given replicas
+as given, and refuses a replica count other than the topic's."""
 import os
 import socket
 import struct
@@ -156,6 +157,31 @@ try:
         cluster.fail("a refused assignment created its topic: %s" % sorted(md.topics))
     print("ok: a manual assignment is placed as given; unknown, repeated or uneven replicas "
           "are refused")
+
+    # CreatePartitions with replicas given: placed as given; a count other than the topic's
+    # (two replicas) refused.
+    futures = admin.create_partitions([NewPartitions("assigned", 4, replica_assignment=[[c, b]])],
+                                      request_timeout=10)
+    futures["assigned"].result(timeout=15)
+
+    def fourth():
+        t = admin.list_topics(topic="assigned", timeout=5).topics.get("assigned")
+        if t is None or 3 not in t.partitions or t.partitions[3].leader < 0:
+            return None
+        return list(t.partitions[3].replicas), t.partitions[3].leader
+    reps, leader = cluster.wait_for("the added partition's leader", fourth)
+    if reps != [c, b] or leader != c:
+        cluster.fail("added with [%d, %d]: replicas %s leader %s" % (c, b, reps, leader))
+    futures = admin.create_partitions([NewPartitions("assigned", 5, replica_assignment=[[a]])],
+                                      request_timeout=10)
+    try:
+        futures["assigned"].result(timeout=15)
+        cluster.fail("CreatePartitions with one replica for a two-replica topic succeeded")
+    except KafkaException as e:
+        if e.args[0].name() != "INVALID_REPLICA_ASSIGNMENT":
+            cluster.fail("CreatePartitions with one replica: %s" % e.args[0])
+        print("refusal: %s" % e.args[0].str())
+    print("ok: CreatePartitions places given replicas and refuses a different replica count")
 
     futures = admin.create_partitions([NewPartitions("under-a", CAP // 2 + CAP + 1)],
                                       request_timeout=10)
