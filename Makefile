@@ -3,8 +3,8 @@
 #   make            optimised build of ./build/silt
 #   make test       install missing Debian packages, build, run every test with a summary
 #   make unit       build and run only the unit tests (the fast loop)
-#   make asan       unit and broker tests under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make tsan       broker and unit tests under ThreadSanitizer
+#   make asan       unit, broker and cluster tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make tsan       broker, unit and cluster tests under ThreadSanitizer (the three at once, each)
 #   make fuzz       build the libFuzzer targets (clang) and run each for FUZZ_SECONDS (60)
 #   make run        start a broker on 127.0.0.1:9092 over ./silt-data
 #   make bench      run the benchmarks in bench/ (installs their peers first)
@@ -63,16 +63,17 @@ asan:
 	@SILT_EXTRA_PKGS="$(SAN_PKGS)" sh scripts/deps.sh
 	cmake -S . -B $(ASAN_BUILD) $(ASAN_CMAKE)
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target silt_unit_tests silt_broker_tests silt_cluster_tests
-	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_unit_tests --no-version --duration=true
-	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_broker_tests --no-version --duration=true
-	$(ASAN_ENV) $(ASAN_BUILD)/tests/silt_cluster_tests --no-version --duration=true
+	$(ASAN_ENV) sh scripts/run_parallel.sh \
+		"$(ASAN_BUILD)/tests/silt_unit_tests --no-version --duration=true" \
+		"$(ASAN_BUILD)/tests/silt_broker_tests --no-version --duration=true" \
+		"$(ASAN_BUILD)/tests/silt_cluster_tests --no-version --duration=true"
 
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) $(SAN_CMAKE) -DSILT_SANITIZE=thread
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target silt_broker_tests silt_unit_tests silt_cluster_tests
-	$(TSAN_ENV) $(TSAN_BUILD)/tests/silt_broker_tests --no-version
-	$(TSAN_ENV) $(TSAN_BUILD)/tests/silt_unit_tests --no-version
-	$(TSAN_ENV) $(TSAN_BUILD)/tests/silt_cluster_tests --no-version
+	$(TSAN_ENV) sh scripts/run_parallel.sh "$(TSAN_BUILD)/tests/silt_broker_tests --no-version" \
+		"$(TSAN_BUILD)/tests/silt_unit_tests --no-version" \
+		"$(TSAN_BUILD)/tests/silt_cluster_tests --no-version"
 
 # libFuzzer needs clang and its runtime; scripts/deps.sh installs them when missing.
 fuzz-build:
