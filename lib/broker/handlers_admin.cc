@@ -30,7 +30,6 @@ bool ValidConfigs(const std::map<std::string, std::string>& configs, std::string
   return true;
 }
 
-// Single node: the only replica that can be named is this broker.
 // Kafka's checks of a manual replica assignment (one partition's replicas): not empty, the
 // same count as the first partition's (`*factor`, set by the first call), no broker twice,
 // every broker registered (Brokers(); on a single node, this node alone). "" when it is good.
@@ -39,7 +38,8 @@ std::string CheckAssignment(const std::vector<int32_t>& brokers, const std::set<
   if (brokers.empty()) return "a partition must have at least one replica";
   if (*factor < 0) *factor = static_cast<int32_t>(brokers.size());
   if (static_cast<int32_t>(brokers.size()) != *factor) {
-    return "every partition must have the same number of replicas";
+    return std::to_string(brokers.size()) + " replicas, where every partition has " +
+           std::to_string(*factor);
   }
   std::set<int32_t> seen;
   for (int32_t b : brokers) {
@@ -324,11 +324,7 @@ Status HandleCreatePartitions(BrokerContext& ctx, std::shared_ptr<Request> req, 
                         : static_cast<int32_t>(info->partitions.front().replicas.size());
         for (const auto& a : *t.assignments) {
           if (std::string bad = CheckAssignment(a.broker_ids, known, &f); !bad.empty()) {
-            fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT,
-                 bad == "every partition must have the same number of replicas"
-                     ? "the topic's partitions have " + std::to_string(f) +
-                           " replicas; every new partition must have as many"
-                     : bad);
+            fail(ErrorCode::INVALID_REPLICA_ASSIGNMENT, bad);
             break;
           }
           std::vector<NodeId> replicas;

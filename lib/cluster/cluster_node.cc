@@ -109,6 +109,12 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
   Status AddPartitions(const std::string& name, int32_t new_total) override;
   Status AddPartitionsWithAssignment(const std::string& name, int32_t new_total,
                                      const std::vector<std::vector<NodeId>>& assignment) override;
+  // The records of a new topic whose partition p has replicas[p]; proposed, then read back.
+  Result<broker::TopicMetadata> ProposeTopic(const std::string& name,
+                                             const std::vector<std::vector<NodeId>>& replicas,
+                                             const std::map<std::string, std::string>& configs);
+  static Status CheckRegistered(const MetadataImage& img,
+                                const std::vector<std::vector<NodeId>>& assignment);
   Result<broker::TopicMetadata> CreateTopicWithAssignment(
       const std::string& name, const std::vector<std::vector<NodeId>>& assignment,
       const std::map<std::string, std::string>& configs) override;
@@ -911,8 +917,7 @@ Result<broker::TopicMetadata> ImageStore::CreateTopic(
                                  node_->options.config.default_replication_factor, configs);
 }
 
-// The replicas asked for, each a registered broker; every one starts in the ISR and the first
-// leads, as for placed replicas (below). A fenced broker may be named, as in Kafka: its
+// The replicas asked for (CheckRegistered), proposed as ProposeTopic says. A fenced broker's
 // replicas leave the ISR once the controller sees it fenced.
 Result<broker::TopicMetadata> ImageStore::CreateTopicWithAssignment(
     const std::string& name, const std::vector<std::vector<NodeId>>& assignment,
@@ -925,37 +930,11 @@ Result<broker::TopicMetadata> ImageStore::CreateTopicWithAssignment(
   if (img->FindTopic(name) != nullptr) {
     return Status::AlreadyExists("topic '" + name + "' already exists");
   }
-  for (const auto& replicas : assignment) {
-    if (replicas.empty()) return Status::InvalidArgument("a partition without replicas");
-    for (NodeId b : replicas) {
-      if (img->brokers().count(b.value()) == 0) {
-        return Status::InvalidArgument("broker " + std::to_string(b.value()) +
-                                       " is not registered in the cluster");
-      }
-    }
-  }
-  const Uuid id = NewTopicId();
-  std::vector<MetadataRecord> records{TopicRecord{name, id}};
-  for (size_t p = 0; p < assignment.size(); ++p) {
-    const auto& replicas = assignment[p];
-    records.push_back(PartitionRecord{PartitionId(static_cast<int32_t>(p)), id, replicas,
-                                      replicas, replicas[0], LeaderEpoch(0), 0});
-  }
-  for (const auto& [k, v] : configs) {
-    records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, v});
-  }
-  auto r = node_->Propose(records);
-  if (!r.ok()) {
-    if (r.status().message().find("' exists") != std::string::npos) {
-      return Status::AlreadyExists("topic '" + name + "' already exists");
-    }
-    return r.status();
-  }
-  return GetTopic(name);
+  SILT_TRY(CheckRegistered(*img, assignment));
+  return ProposeTopic(name, assignment, configs);
 }
 
-// A new partition's replicas are all in its ISR, as in Kafka: every one of them holds all of its
-// (no) records. The first replica is the leader (the preferred leader).
+// Placed replicas (PlaceReplicas), proposed as ProposeTopic says.
 Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
     const std::string& name, int32_t partitions, int32_t replication_factor,
     const std::map<std::string, std::string>& configs) {
@@ -973,13 +952,19 @@ Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
     return Status::AlreadyExists("topic '" + name + "' already exists");
   }
   SILT_ASSIGN_OR_RETURN(auto placement, PlaceReplicas(*img, partitions, replication_factor));
+  return ProposeTopic(name, placement, configs);
+}
+
+// Every replica of a new partition starts in sync (all are empty), as in Kafka, and the first
+// leads (the preferred leader).
+Result<broker::TopicMetadata> ImageStore::ProposeTopic(
+    const std::string& name, const std::vector<std::vector<NodeId>>& replicas,
+    const std::map<std::string, std::string>& configs) {
   const Uuid id = NewTopicId();
   std::vector<MetadataRecord> records{TopicRecord{name, id}};
-  for (int32_t p = 0; p < partitions; ++p) {
-    const auto& replicas = placement[p];
-    // Every replica starts in sync (all are empty), as in Kafka.
-    records.push_back(PartitionRecord{
-        PartitionId(p), id, replicas, replicas, replicas[0], LeaderEpoch(0), 0});
+  for (size_t p = 0; p < replicas.size(); ++p) {
+    records.push_back(PartitionRecord{PartitionId(static_cast<int32_t>(p)), id, replicas[p],
+                                      replicas[p], replicas[p][0], LeaderEpoch(0), 0});
   }
   for (const auto& [k, v] : configs) {
     records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, v});
@@ -992,6 +977,22 @@ Result<broker::TopicMetadata> ImageStore::CreateTopicWithReplicas(
     return r.status();
   }
   return GetTopic(name);
+}
+
+// Each partition of a manual assignment names at least one replica, every one a registered
+// broker (a fenced one may be named, as in Kafka).
+Status ImageStore::CheckRegistered(const MetadataImage& img,
+                                   const std::vector<std::vector<NodeId>>& assignment) {
+  for (const auto& replicas : assignment) {
+    if (replicas.empty()) return Status::InvalidArgument("a partition without replicas");
+    for (NodeId b : replicas) {
+      if (img.brokers().count(b.value()) == 0) {
+        return Status::InvalidArgument("broker " + std::to_string(b.value()) +
+                                       " is not registered in the cluster");
+      }
+    }
+  }
+  return Status::OK();
 }
 
 Status ImageStore::DeleteTopic(const std::string& name) {
@@ -1037,15 +1038,7 @@ Status ImageStore::AddPartitionsWithAssignment(
     if (static_cast<int32_t>(assignment.size()) != new_total - have) {
       return Status::InvalidArgument("one assignment per new partition is needed");
     }
-    for (const auto& replicas : assignment) {
-      if (replicas.empty()) return Status::InvalidArgument("a partition without replicas");
-      for (NodeId b : replicas) {
-        if (img->brokers().count(b.value()) == 0) {
-          return Status::InvalidArgument("broker " + std::to_string(b.value()) +
-                                         " is not registered in the cluster");
-        }
-      }
-    }
+    SILT_TRY(CheckRegistered(*img, assignment));
     placement = assignment;
   }
   std::vector<MetadataRecord> records;

@@ -85,6 +85,18 @@ def create(admin, topics, timeout=10):
     return out
 
 
+def grow_refused(admin, new_partitions, error, what):
+    """CreatePartitions `new_partitions` must fail with `error`; returns the broker's message."""
+    futures = admin.create_partitions([new_partitions], request_timeout=10)
+    try:
+        futures[new_partitions.topic].result(timeout=15)
+    except KafkaException as e:
+        if e.args[0].name() != error:
+            cluster.fail("%s: %s, not %s" % (what, e.args[0], error))
+        return e.args[0].str()
+    cluster.fail("%s succeeded" % what)
+
+
 try:
     cluster.start_all()
     cluster.wait_registered()
@@ -172,25 +184,14 @@ try:
     reps, leader = cluster.wait_for("the added partition's leader", fourth)
     if reps != [c, b] or leader != c:
         cluster.fail("added with [%d, %d]: replicas %s leader %s" % (c, b, reps, leader))
-    futures = admin.create_partitions([NewPartitions("assigned", 5, replica_assignment=[[a]])],
-                                      request_timeout=10)
-    try:
-        futures["assigned"].result(timeout=15)
-        cluster.fail("CreatePartitions with one replica for a two-replica topic succeeded")
-    except KafkaException as e:
-        if e.args[0].name() != "INVALID_REPLICA_ASSIGNMENT":
-            cluster.fail("CreatePartitions with one replica: %s" % e.args[0])
-        print("refusal: %s" % e.args[0].str())
+    why = grow_refused(admin, NewPartitions("assigned", 5, replica_assignment=[[a]]),
+                       "INVALID_REPLICA_ASSIGNMENT",
+                       "CreatePartitions with one replica for a two-replica topic")
+    print("refusal: %s" % why)
     print("ok: CreatePartitions places given replicas and refuses a different replica count")
 
-    futures = admin.create_partitions([NewPartitions("under-a", CAP // 2 + CAP + 1)],
-                                      request_timeout=10)
-    try:
-        futures["under-a"].result(timeout=15)
-        cluster.fail("CreatePartitions past the cap succeeded")
-    except KafkaException as e:
-        if e.args[0].name() != "POLICY_VIOLATION":
-            cluster.fail("CreatePartitions past the cap: %s" % e.args[0])
+    grow_refused(admin, NewPartitions("under-a", CAP // 2 + CAP + 1), "POLICY_VIOLATION",
+                 "CreatePartitions past the cap")
     futures = admin.create_partitions([NewPartitions("under-a", CAP // 2 + 10)],
                                       request_timeout=10)
     futures["under-a"].result(timeout=15)
