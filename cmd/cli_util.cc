@@ -58,7 +58,8 @@ Status CheckCanCreateDataDir(const std::string& dir) {
   return Status::OK();
 }
 
-Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bool writable) {
+Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bool writable,
+                                                      bool stop_at_damage) {
   if (writable) SILT_TRY(CheckCanCreateDataDir(g.data_dir));
   if (!writable && !IsDirectory(g.data_dir))
     return Status::NotFound("data directory '" + g.data_dir +
@@ -66,6 +67,7 @@ Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bo
   storage::DataDir::Options o;
   o.read_only = !writable;
   o.create = writable;
+  o.stop_at_damage = !writable && stop_at_damage;
   auto dir = storage::DataDir::Open(g.data_dir, o);
   if (!dir.ok()) {
     if (dir.status().IsBusy()) {

@@ -27,7 +27,10 @@ Status CheckCanCreateDataDir(const std::string& dir);
 // (Busy, naming the holder, if another process has it; when
 // that is a broker, the error says so and points to -b), and move legacy silt-groups/ offsets
 // into __consumer_offsets (offsets::MigrateLegacyGroups).
-Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bool writable);
+// `stop_at_damage` (read-only): damaged files end a partition's readable log rather than
+// failing its open (storage::DataDir::Options).
+Result<std::unique_ptr<storage::DataDir>> OpenDataDir(const GlobalOptions& g, bool writable,
+                                                      bool stop_at_damage = false);
 
 // Buffered stdout. Write() returns false once the reader has gone away (EPIPE): the caller
 // should stop quietly and exit 0, as `cat | head` does.

@@ -40,6 +40,7 @@ struct ConsumeArgs {
   std::string format = "text";
   std::string group;
   bool null_marker = false;
+  bool strict = false;
 };
 
 std::atomic<bool> g_stop{false};
@@ -60,6 +61,15 @@ struct Source {
   std::unique_ptr<client::Consumer> consumer;
 };
 
+// Damage met in a data dir (the partition is read up to it): reported as met, and the exit
+// status is 2 when bytes that had been fsynced went bad.
+bool g_damaged = false;
+
+void ReportDamage(const std::string& message, bool fsynced) {
+  std::fprintf(stderr, "silt: %s: %s\n", fsynced ? "damage" : "note", message.c_str());
+  if (fsynced) g_damaged = true;
+}
+
 Result<Source> OpenSource(const GlobalOptions& g, const ConsumeArgs& a,
                           const client::OffsetSpec& spec) {
   Source s;
@@ -75,12 +85,14 @@ Result<Source> OpenSource(const GlobalOptions& g, const ConsumeArgs& a,
     SILT_ASSIGN_OR_RETURN(s.consumer, client::NetConsumer::Open(s.cluster.get(), a.topic, co));
     return s;
   }
-  SILT_ASSIGN_OR_RETURN(s.dir, OpenDataDir(g, false));
+  SILT_ASSIGN_OR_RETURN(s.dir, OpenDataDir(g, false, /*stop_at_damage=*/!a.strict));
   client::ConsumerOptions co;
   co.partitions = a.partitions;
   co.start = spec;
   co.follow = a.follow;
   co.group = a.group;
+  co.stop_at_damage = !a.strict;
+  co.on_damage = ReportDamage;
   SILT_ASSIGN_OR_RETURN(s.consumer, client::LocalConsumer::Open(s.dir.get(), a.topic, co));
   return s;
 }
@@ -171,6 +183,8 @@ int Run(const GlobalOptions& g, const ConsumeArgs& a) {
   if (write_failed) return Fail(std::string("writing to stdout: ") + std::strerror(out.error()));
   if (!st.ok()) return Fail(st);
   if (!closed.ok()) return Fail(closed);
+  if (g_damaged)
+    return Fail("the damage above was not read past (silt verify-crc --repair quarantines it)");
   return kExitOk;
 }
 
@@ -195,6 +209,9 @@ RunFn RegisterConsume(CLI::App* sub, GlobalOptions* g) {
   sub->add_option("-g,--group", a->group,
                   "consumer group: resume after its recorded position and record the new one")
       ->type_name("GROUP");
+  sub->add_flag("--strict", a->strict,
+                "with -d: stop at damaged data before printing anything, instead of reading each "
+                "partition up to its damage");
   AddDataDirOption(sub, g);
   AddBootstrapOption(sub, g);
   return [g, a]() { return Run(*g, *a); };

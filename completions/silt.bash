@@ -191,7 +191,7 @@ _silt() {
   case "$path" in
     "") words="produce consume topic group cluster dump-segment verify-crc replicate perf serve completion -h --help -V --version" ;;
     "produce") words="-h --help -t --topic -K --key-delimiter -k --key -H --header -p --partition --partitioner -z --compression --format --batch-size --linger-ms --no-create --acks --no-idempotence -d --data-dir -b --bootstrap-server" ;;
-    "consume") words="-h --help -t --topic -p --partition -o --offset -f --follow -c --count --format -Z --null -g --group -d --data-dir -b --bootstrap-server" ;;
+    "consume") words="-h --help -t --topic -p --partition -o --offset -f --follow -c --count --format -Z --null -g --group --strict -d --data-dir -b --bootstrap-server" ;;
     "topic") words="create list describe delete alter-config reassign -h --help -d --data-dir -b --bootstrap-server" ;;
     "topic/create") words="-h --help --partitions --replication-factor --config -d --data-dir -b --bootstrap-server" ;;
     "topic/list") words="-h --help --format -d --data-dir -b --bootstrap-server" ;;

@@ -41,6 +41,7 @@ complete -c silt -n '__fish_seen_subcommand_from consume' -s c -l count -x -d 's
 complete -c silt -n '__fish_seen_subcommand_from consume' -l format -x -d 'text (the value), json, or a template of %t %p %o %k %s %K %S %T %T{iso} %h'
 complete -c silt -n '__fish_seen_subcommand_from consume' -s Z -l null -d 'print a null key or value as NULL instead of nothing (json prints null)'
 complete -c silt -n '__fish_seen_subcommand_from consume' -s g -l group -x -a '(__silt_names group)' -d 'consumer group: resume after its recorded position and record the new one'
+complete -c silt -n '__fish_seen_subcommand_from consume' -l strict -d 'with -d: stop at damaged data before printing anything, instead of reading each partition up to its damage'
 complete -c silt -n '__fish_seen_subcommand_from consume' -s d -l data-dir -x -a '(__fish_complete_directories)' -d 'data directory (default: $SILT_DATA_DIR, else ./silt-data)'
 complete -c silt -n '__fish_seen_subcommand_from consume' -s b -l bootstrap-server -x -d 'work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory'
 complete -c silt -n '__fish_use_subcommand' -a topic -d 'create, list, describe, delete topics and change their configs'

@@ -111,6 +111,7 @@ _silt_consume() {
     '--null[print a null key or value as NULL instead of nothing (json prints null)]'
     '-g[consumer group: resume after its recorded position and record the new one]:value:_silt_groups'
     '--group[consumer group: resume after its recorded position and record the new one]:value:_silt_groups'
+    '--strict[with -d: stop at damaged data before printing anything, instead of reading each partition up to its damage]'
     '-d[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
     '--data-dir[data directory (default: $SILT_DATA_DIR, else ./silt-data)]:value:_files -/'
     '-b[work over the network against the Kafka cluster at HOST:PORT[,HOST:PORT...] instead of a data directory]:value: '

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -137,7 +138,10 @@ Status File::Truncate(int64_t size) {
 
 Status File::Sync() {
   SILT_TRY(Fault(FileOp::kSync, path_));
-  if (::fdatasync(fd_) != 0) return Status::FromErrno("fsync " + path_, errno);
+  // Even ENOSPC is an I/O error here, never NoSpace: a failed fsync means written pages may be
+  // lost, not that a write can be retried once space is back.
+  if (::fdatasync(fd_) != 0)
+    return Status::IOError("fsync " + path_ + ": " + std::strerror(errno));
   return Status::OK();
 }
 
@@ -164,7 +168,7 @@ Status SyncDir(const std::string& dir) {
   int r = ::fsync(fd);
   int err = errno;
   ::close(fd);
-  if (r != 0) return Status::FromErrno("fsync " + dir, err);
+  if (r != 0) return Status::IOError("fsync " + dir + ": " + std::strerror(err));
   return Status::OK();
 }
 

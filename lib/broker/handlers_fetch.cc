@@ -150,10 +150,14 @@ class DelayedFetch : public DelayedOperation {
         }
         auto s = ctx.partitions.Get(*name, PartitionId(p.partition));
         parts.push_back(s.ok() ? *s : nullptr);
-        // A partition another node leads (cluster mode) is NOT_LEADER_OR_FOLLOWER.
-        missing_.push_back(!s.ok() && s.status().code() == Status::Code::kNotLeader
-                               ? ErrorCode::NOT_LEADER_OR_FOLLOWER
-                               : ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+        // A partition another node leads (cluster mode) is NOT_LEADER_OR_FOLLOWER; one whose
+        // log is damaged or on a failed disk, KAFKA_STORAGE_ERROR.
+        ErrorCode why = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+        if (!s.ok() && s.status().code() == Status::Code::kNotLeader)
+          why = ErrorCode::NOT_LEADER_OR_FOLLOWER;
+        if (!s.ok() && s.status().code() == Status::Code::kIOError)
+          why = ErrorCode::KAFKA_STORAGE_ERROR;
+        missing_.push_back(why);
       }
     }
     partitions_ = parts;

@@ -39,7 +39,9 @@ PartitionOutcome ProducePartition(BrokerContext& ctx, Request& req, const std::s
   auto part_r = ctx.partitions.Get(topic, PartitionId(partition));
   if (!part_r.ok()) {
     if (part_r.status().IsNotFound()) return fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "");
-    if (part_r.status().code() != Status::Code::kNotLeader) {
+    // (An offline partition, IOError, was logged once when it went offline.)
+    if (part_r.status().code() != Status::Code::kNotLeader &&
+        part_r.status().code() != Status::Code::kIOError) {
       LogError("produce to " + topic + "-" + std::to_string(partition) + ": " +
                part_r.status().ToString());
     }

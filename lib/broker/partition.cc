@@ -96,6 +96,11 @@ Offset Partition::log_end_offset() const {
   return log_ ? log_->log_end_offset() : kInvalidOffset;
 }
 
+Offset Partition::recovery_point() const {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  return log_ ? log_->recovery_point() : kInvalidOffset;
+}
+
 int64_t Partition::size_bytes() const {
   std::shared_lock<std::shared_mutex> life(life_mu_);
   return log_ ? log_->size_bytes() : 0;
@@ -159,14 +164,16 @@ auto Partition::AppendingThread(Fn&& fn) {
   return r;
 }
 
-Status Partition::TakeOfflineAfter(const Status& flush_error) {
-  // The batch is in the log but the fsync that should make it durable failed: after such a
-  // failure the kernel may have dropped the dirty pages, so nothing written since the last good
-  // flush can be trusted. As Kafka does with a failed log directory, the partition stops
+Status Partition::TakeOfflineAfter(const Status& error) {
+  // An fsync that should make appended batches durable failed (after which the kernel may have
+  // dropped the dirty pages, so nothing written since the last good flush can be trusted), or
+  // the disk failed a write. As Kafka does with a failed log directory, the partition stops
   // serving until a restart, whose recovery rescans from the last good recovery point.
-  offline_.store(true);
-  LogError(name() + " is offline until restart: " + flush_error.ToString());
-  return Status::IOError(name() + " is offline after a failed flush: " + flush_error.message());
+  if (offline_.exchange(true))
+    return Status::IOError(name() + " is offline");
+  LogError(name() + " is offline until restart: " + error.ToString());
+  return Status::IOError(name() + " is offline after a failed write or flush: " +
+                         error.message());
 }
 
 // ---- writes -----------------------------------------------------------------------------
@@ -248,6 +255,8 @@ ProduceAppend Partition::AppendFromProducer(char* batch, size_t size,
     int32_t epoch = leader_epoch().value();
     auto appended = AppendingThread([&] { return log_->Append(batch, size, epoch); });
     if (!appended.ok()) {
+      if (log_->failed()) return fail(ErrorCode::KAFKA_STORAGE_ERROR,
+                                      TakeOfflineAfter(appended.status()).message());
       LogError("append to " + name() + ": " + appended.status().ToString());
       return fail(protocol::ErrorCodeFromStatus(appended.status()), appended.status().message());
     }
@@ -330,6 +339,7 @@ Partition::MirrorAppend Partition::AppendMirrored(char* batches, size_t size, Of
     // append would otherwise snapshot producer state lacking this call's earlier batches.
     auto appended = log_->AppendWithOffsets(all);
     if (!appended.ok()) {
+      if (log_->failed()) (void)TakeOfflineAfter(appended.status());
       LogError("mirror append to " + name() + ": " + appended.status().ToString());
       out.log_end = log_->log_end_offset();
       return fail(protocol::ErrorCodeFromStatus(appended.status()), appended.status().message());
@@ -408,8 +418,12 @@ Result<Offset> Partition::AppendInternal(std::string* batch) {
     std::lock_guard<std::mutex> lock(produce_mu_);
     if (!serves_as_leader()) return Status::NotLeader(name() + " is a follower here");
     int32_t epoch = leader_epoch().value();
-    SILT_ASSIGN_OR_RETURN(storage::AppendResult r,
-                          AppendingThread([&] { return log_->Append(batch, epoch); }));
+    auto appended = AppendingThread([&] { return log_->Append(batch, epoch); });
+    if (!appended.ok()) {
+      if (log_->failed()) return TakeOfflineAfter(appended.status());
+      return appended.status();
+    }
+    storage::AppendResult& r = *appended;
     base = r.base_offset;
     if (!r.flush_error.ok()) return TakeOfflineAfter(r.flush_error);
   }
@@ -989,6 +1003,7 @@ Result<Offset> Partition::AppendAsFollower(std::string_view batches) {
     // snapshot producer state that lacks this call's earlier batches (see Open).
     auto appended = log_->AppendWithOffsets(batches.substr(0, whole));
     if (!appended.ok()) {
+      if (log_->failed()) return TakeOfflineAfter(appended.status());
       LogError("replica append to " + name() + ": " + appended.status().ToString());
       return appended.status();
     }

@@ -109,6 +109,8 @@ class Partition {
 
   Offset log_start_offset() const;
   Offset log_end_offset() const;
+  // Everything below it is fsynced (storage::PartitionLog::recovery_point).
+  Offset recovery_point() const;
   Offset high_watermark() const;
   // Bytes in the log's segment files (0 once the partition is gone): /metrics and
   // DescribeLogDirs.
@@ -342,8 +344,12 @@ class Partition {
   // Writes a producer-state snapshot at the log end (clean shutdown), so that the next start
   // replays nothing.
   Status WriteProducerSnapshot();
-  // True after a failed flush: writes and reads answer KAFKA_STORAGE_ERROR until a restart.
+  // True after a failed flush or write: writes and reads answer KAFKA_STORAGE_ERROR until a
+  // restart.
   bool offline() const { return offline_.load(); }
+  // Takes the partition offline (once; logged once) after `error` from its log's flush or a
+  // write the disk failed. Returns the IOError to answer with.
+  Status TakeOfflineAfter(const Status& error);
   // Flushes the log when flush.ms has passed (periodic upkeep); retention. Internal to the
   // partition manager.
   Status MaybeFlush();
@@ -366,7 +372,6 @@ class Partition {
   // listener.
   template <typename Fn>
   auto AppendingThread(Fn&& fn);
-  Status TakeOfflineAfter(const Status& flush_error);
 
   const std::string topic_;
   const PartitionId partition_;

@@ -2,6 +2,7 @@
 #include "broker/partition_manager.h"
 
 #include "broker/logging.h"
+#include "storage/partition_log.h"
 
 namespace silt::broker {
 
@@ -32,8 +33,28 @@ Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topi
   }
   std::lock_guard<std::mutex> open(slot->open_mu);
   if (slot->partition && slot->partition->alive()) return slot->partition;
-  SILT_ASSIGN_OR_RETURN(std::shared_ptr<storage::PartitionLog> log,
-                        logs_->OpenLog(topic, partition));
+  const std::string name = topic + "-" + std::to_string(partition.value());
+  if (!slot->failed.ok()) return slot->failed;
+  auto opened = logs_->OpenLog(topic, partition);
+  if (!opened.ok()) {
+    if (!opened.status().IsCorruption() && opened.status().code() != Status::Code::kIOError)
+      return opened.status();
+    // Damage that recovery may not cut (below the recovery point: it was fsynced), or a disk
+    // that fails: the partition stays offline until a restart, as a failed log directory does
+    // in Kafka, and is not reopened (and logged again) for every request.
+    slot->failed = Status::IOError(name + " is offline: " + opened.status().message());
+    LogError(slot->failed.message() +
+             (opened.status().IsCorruption()
+                  ? " (silt verify-crc --repair quarantines the damage; then restart)"
+                  : ""));
+    return slot->failed;
+  }
+  std::shared_ptr<storage::PartitionLog> log = std::move(opened).value();
+  for (const storage::RecoveryCut& c : log->recovery_cuts()) {
+    LogWarn("recovery of " + name + " cut " + std::to_string(c.bytes) + " bytes at position " +
+            std::to_string(c.position) + " of " + c.file + " (" + c.reason + ")" +
+            (c.quarantine_path.empty() ? "" : "; they are kept in " + c.quarantine_path));
+  }
   SILT_ASSIGN_OR_RETURN(std::shared_ptr<Partition> p,
                         Partition::Open(topic, partition, std::move(log), local_, LeaderEpoch(0)));
   if (hints_) {
@@ -95,8 +116,9 @@ void PartitionManager::RemoveTopic(const std::string& topic) {
 int PartitionManager::Maintain(bool retention) {
   int deleted = 0;
   for (auto& p : Opened()) {
-    Status f = p->MaybeFlush();
-    if (!f.ok()) LogError("flush of " + p->name() + ": " + f.ToString());
+    // A periodic flush that fails takes the partition offline as a failed append flush does:
+    // what it covered may be lost, so nothing more is served from it.
+    if (Status f = p->MaybeFlush(); !f.ok() && !p->offline()) (void)p->TakeOfflineAfter(f);
     if (!retention) continue;
     auto n = p->ApplyRetention();
     if (!n.ok()) {

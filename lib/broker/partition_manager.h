@@ -55,6 +55,9 @@ class PartitionManager {
     // Written under open_mu and mu_ (exclusive); read under either, so the fast path of Get
     // needs only the map's shared lock.
     std::shared_ptr<Partition> partition;
+    // Set (under open_mu) when the log could not be opened for damage or a failing disk: the
+    // partition is offline until restart, and every Get answers this.
+    Status failed;
   };
   struct Key {
     std::string topic;

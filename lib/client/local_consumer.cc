@@ -145,6 +145,18 @@ Result<std::unique_ptr<LocalConsumer>> LocalConsumer::Open(storage::DataDir* dir
   }
   for (int32_t id : ids) {
     SILT_ASSIGN_OR_RETURN(storage::PartitionLog * log, dir->Partition(topic, id));
+    if (opts.on_damage) {
+      for (const storage::RecoveryCut& cut : log->recovery_cuts()) {
+        const std::string what = cut.file + ": position " + std::to_string(cut.position) + ": " +
+                                 cut.reason + "; " + std::to_string(cut.bytes) +
+                                 " bytes from there not read";
+        opts.on_damage(cut.below_recovery_point
+                           ? what
+                           : what + " (a torn write past the last fsync, cut at the next "
+                                    "writable open)",
+                       cut.below_recovery_point);
+      }
+    }
     auto part = std::make_unique<Part>();
     part->id = id;
     part->dir = log->dir();
@@ -286,8 +298,17 @@ Status LocalConsumer::Pump(Part* p, const RecordFn& fn, const std::atomic<bool>*
             std::all_of(rest.begin(), rest.begin() + format::kMagicPrefixSize,
                         [](char c) { return c == 0; }))
           break;
-        return view.status().WithContext(SegmentPath(p->dir, p->seg_base) + " at byte " +
-                                         std::to_string(p->pos + static_cast<int64_t>(consumed)));
+        Status damage = view.status().WithContext(
+            SegmentPath(p->dir, p->seg_base) + " at byte " +
+            std::to_string(p->pos + static_cast<int64_t>(consumed)));
+        if (!options_.stop_at_damage) return damage;
+        if (options_.on_damage)
+          options_.on_damage(damage.message() + "; the rest of partition " +
+                                 std::to_string(p->id) + " not read",
+                             true);
+        p->pos += static_cast<int64_t>(consumed);
+        p->done = true;
+        return Status::OK();
       }
       const format::BatchHeader& h = view->header();
       const int64_t stop_at = options_.follow ? INT64_MAX : p->end;

@@ -46,6 +46,14 @@ struct ConsumerOptions {
   std::string group;
   int64_t commit_interval_ms = 1000;
   bool follow = false;
+  // Damage in a partition's files (a batch that fails its checks, with the data dir opened
+  // with DataDir::Options::stop_at_damage) ends that partition's reading there: `on_damage`
+  // gets a message naming the file and byte position, and the other partitions go on. Without
+  // it, the damage is Run's error.
+  bool stop_at_damage = false;
+  // (message, whether the bytes had been fsynced: false for the torn tail of a crash, which
+  // the next writable open cuts). Called on the thread that calls Open or Run.
+  std::function<void(const std::string& message, bool fsynced)> on_damage;
   int idle_check_ms = 2000;  // follow: longest sleep without an inotify event (a safety net)
   size_t read_chunk_bytes = 4 << 20;
   // With SetBulkOutput: a segment stretch of at least this many unread bytes is formatted on

@@ -850,6 +850,7 @@ Result<std::shared_ptr<PartitionLog>> DataDir::SharedPartition(const std::string
   o.read_only = im.options.read_only;
   o.create = !im.options.read_only;
   o.clean_shutdown = im.clean_at_open;
+  o.stop_at_damage = im.options.stop_at_damage;
   {
     std::lock_guard c(im.checkpoint_mu);
     auto rp = im.recovery_points.find(key);

@@ -67,6 +67,7 @@ class DataDir {
   struct Options {
     bool read_only = false;  // no lock taken, nothing written (but see CreateSharedTopic)
     bool create = true;      // create the directory if missing
+    bool stop_at_damage = false;  // read-only: see PartitionLog::OpenOptions
     LogConfig defaults;      // configs for topics that do not override them
     int32_t default_partitions = 1;
   };

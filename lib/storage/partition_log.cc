@@ -106,6 +106,21 @@ struct PartitionLog::Impl {
   int64_t last_flush_ms = 0;
   bool dir_dirty = false;  // segments created or deleted since the last directory fsync
   bool closed = false;
+  std::vector<RecoveryCut> cuts;  // set by Open, then never changed
+  // The first failed fsync, or write error other than a full disk (under append_mu). It sticks:
+  // after a failed fsync Linux may have dropped the dirty pages and reports the error once,
+  // so a later fsync that "succeeds" proves nothing. No append or flush is tried again, and
+  // the recovery point stays below the failed range, until a reopen recovers from it.
+  Status failed;
+  std::atomic<bool> has_failed{false};
+
+  Status Fail(const Status& s) {
+    if (failed.ok()) {
+      failed = Status::IOError(dir + " takes no more writes until it is reopened: " + s.message());
+      has_failed.store(true);
+    }
+    return failed;
+  }
 
   std::vector<EpochEntry> epochs;  // guarded by mu
   // `epochs` changed since the checkpoint file was last written (guarded by append_mu).
@@ -206,10 +221,14 @@ struct PartitionLog::Impl {
         "silt_log_flush_duration_seconds",
         "Time of each log flush: the fsyncs of segments, indexes and the directory",
         metrics::LatencyBuckets());
+    if (!failed.ok()) return failed;
     const auto started = std::chrono::steady_clock::now();
     Status s = FlushFilesLocked();
     latency.Observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    // A full disk that stops index or checkpoint writes is not a failing one (fsync errors are
+    // never NoSpace): the flush fails, and a later one may succeed.
+    if (!s.ok() && !s.IsNoSpace()) return Fail(s);
     return s;
   }
 
@@ -249,6 +268,13 @@ struct PartitionLog::Impl {
 
   // Appends one batch at its own offsets (already in the header), rolling first if needed.
   Status AppendOneLocked(std::string_view batch, const BatchInfo& info) {
+    if (!failed.ok()) return failed;
+    Status s = AppendOneUnchecked(batch, info);
+    // A full disk is not a failing one: the append fails clean, and the next may succeed.
+    if (s.code() == Status::Code::kIOError) return Fail(s);
+    return s;
+  }
+  Status AppendOneUnchecked(std::string_view batch, const BatchInfo& info) {
     auto act = active();
     if (act->ShouldRoll(info.size, info.max_timestamp, info.last, config.segment_bytes,
                         config.segment_ms, config.segment_index_bytes)) {
@@ -368,20 +394,53 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
   size_t first_unflushed = 0;
   for (size_t i = 0; i < bases.size(); ++i)
     if (bases[i] <= options.recovery_point) first_unflushed = i;
-  std::vector<Segment::LoadReport> reports(bases.size());
+  std::vector<Segment::LoadReport> reports;
+  reports.reserve(bases.size());
   for (size_t i = 0; i < bases.size(); ++i) {
     SILT_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
                           Segment::Open(dir, Offset(bases[i]), options.read_only));
     bool trusted = options.clean_shutdown || i < first_unflushed;
-    Segment::LoadReport& report = reports[i];
+    Segment::LoadReport& report = reports.emplace_back();
+    // Past the recovery point nothing was fsynced: an invalid batch there ends the log.
+    Offset cut_from = trusted ? Offset(INT64_MAX) : Offset(options.recovery_point);
+    if (options.read_only && options.stop_at_damage) cut_from = Offset(0);
     SILT_TRY(seg->Load(trusted ? Segment::LoadMode::kTrusted : Segment::LoadMode::kFullScan,
-                       i + 1 == bases.size(), config.index_interval_bytes, &report));
+                       i + 1 == bases.size(), config.index_interval_bytes, &report, cut_from));
     if (!impl->segments.empty() && impl->segments.back()->next_offset() > seg->base_offset())
       return Status::Corruption(seg->log_path() + ": segment starts at offset " +
                                 std::to_string(bases[i]) + " but the previous one ends at " +
                                 std::to_string(impl->segments.back()->next_offset().value()));
-    if (i + 1 < bases.size()) SILT_TRY(seg->OnBecomeInactive());
+    if (report.cut_position >= 0) {
+      impl->cuts.push_back({seg->log_path(), report.cut_position, report.torn_bytes,
+                            report.cut_reason, report.quarantine_path,
+                            trusted || seg->next_offset().value() < options.recovery_point});
+    }
+    const bool ends_log = report.cut_position >= 0 && i + 1 < bases.size();
+    if (i + 1 < bases.size() && !ends_log) SILT_TRY(seg->OnBecomeInactive());
     impl->segments.push_back(std::move(seg));
+    if (!ends_log) continue;
+    // The log ends inside this segment, so every later one is past the cut (as Kafka, which
+    // deletes them; here they are kept aside whole, their indexes dropped).
+    for (size_t j = i + 1; j < bases.size(); ++j) {
+      const std::string log_path = JoinPath(dir, SegmentFileName(Offset(bases[j]), format::kLogSuffix));
+      int64_t size = 0;
+      if (auto f = File::Open(log_path, File::kReadOnly); f.ok())
+        if (auto n = f->Size(); n.ok()) size = *n;
+      RecoveryCut cut{log_path, 0, size, "it follows a cut in an earlier segment", "",
+                      impl->cuts.back().below_recovery_point};
+      if (!options.read_only) {
+        cut.quarantine_path = log_path + ".0.quarantined";
+        SILT_TRY(RenameFile(log_path, cut.quarantine_path));
+        for (const char* suffix : {format::kIndexSuffix, format::kTimeIndexSuffix}) {
+          const std::string p = JoinPath(dir, SegmentFileName(Offset(bases[j]), suffix));
+          if (PathExists(p)) SILT_TRY(RemoveFile(p));
+        }
+        impl->dir_dirty = true;
+      }
+      impl->cuts.push_back(std::move(cut));
+    }
+    bases.resize(i + 1);
+    break;
   }
 
   Offset start(0);
@@ -966,6 +1025,10 @@ Offset PartitionLog::log_start_offset() const {
   return impl_->log_start;
 }
 Offset PartitionLog::log_end_offset() const { return Offset(impl_->log_end.load()); }
+const std::vector<RecoveryCut>& PartitionLog::recovery_cuts() const { return impl_->cuts; }
+
+bool PartitionLog::failed() const { return impl_->has_failed.load(); }
+
 Offset PartitionLog::recovery_point() const { return Offset(impl_->recovery_point.load()); }
 
 int64_t PartitionLog::size_bytes() const {

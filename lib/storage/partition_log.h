@@ -62,11 +62,28 @@ struct SegmentInfo {
   std::string log_path;
 };
 
+// What recovery cut at open: bytes past the recovery point that were not a valid batch, or a
+// whole segment after such a cut. Nothing is deleted: the bytes are in `quarantine_path`
+// ("" when they were all zeros, or the log was opened read-only and only left them unread).
+struct RecoveryCut {
+  std::string file;      // the segment's .log
+  int64_t position = 0;  // where the cut began in it
+  int64_t bytes = 0;     // how many bytes were cut
+  std::string reason;    // why the batch there was not kept
+  std::string quarantine_path;
+  // Below the recovery point (or after a clean shutdown): bytes that had been fsynced went bad,
+  // which no crash explains. Only a read-only open with stop_at_damage gets past such damage.
+  bool below_recovery_point = false;
+};
+
 class PartitionLog {
  public:
   struct OpenOptions {
     bool read_only = false;  // never writes: no recovery truncation, no index rebuild on disk
     bool create = true;      // create the directory when missing
+    // Read-only: damage anywhere (even below the recovery point) ends the readable log there
+    // instead of failing the open; recovery_cuts() reports it.
+    bool stop_at_damage = false;
     // Set by the data dir when the previous shutdown was clean: segments are trusted up to
     // recovery_point (the data dir's checkpoint) without being rescanned.
     bool clean_shutdown = false;
@@ -130,6 +147,11 @@ class PartitionLog {
   Offset log_start_offset() const;
   Offset log_end_offset() const;
   Offset recovery_point() const;
+  // What recovery cut when the log was opened (empty for a log that needed none).
+  const std::vector<RecoveryCut>& recovery_cuts() const;
+  // Whether an fsync or a write (other than for a full disk) has failed: every append and
+  // flush since answers that error, and the recovery point no longer moves, until a reopen.
+  bool failed() const;
   int64_t size_bytes() const;
   std::vector<SegmentInfo> Segments() const;
   const std::string& dir() const;

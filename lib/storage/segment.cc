@@ -151,7 +151,8 @@ Result<BatchInfo> Segment::HeaderAt(int64_t position, int64_t limit) const {
 
 // ---- loading and recovery ---------------------------------------------------------------
 
-Status Segment::Load(LoadMode mode, bool is_last, int32_t interval, LoadReport* report) {
+Status Segment::Load(LoadMode mode, bool is_last, int32_t interval, LoadReport* report,
+                     Offset cut_from) {
   std::unique_lock l(mu_);
   SILT_ASSIGN_OR_RETURN(int64_t file_size, log_->Size());
   next_offset_ = base_;
@@ -185,7 +186,8 @@ Status Segment::Load(LoadMode mode, bool is_last, int32_t interval, LoadReport* 
         offset_of_max_timestamp_ = Offset(t->offset);
       }
       EnableIndexWrites();
-      SILT_TRY(ScanFrom(start, skip_first, /*verify=*/true, is_last, interval, file_size, report));
+      SILT_TRY(ScanFrom(start, skip_first, /*verify=*/true, is_last, interval, file_size,
+                        cut_from, report));
       SILT_TRY(time_index_.TruncateFrom(next_offset_));
       if (max_timestamp_ >= 0 && offset_of_max_timestamp_ >= next_offset_) {
         // The time index pointed past the data: recompute from what is there.
@@ -212,7 +214,7 @@ Status Segment::Load(LoadMode mode, bool is_last, int32_t interval, LoadReport* 
   report->full_scan = true;
   SILT_TRY(index_.Clear());
   SILT_TRY(time_index_.Clear());
-  SILT_TRY(ScanFrom(0, false, /*verify=*/true, is_last, interval, file_size, report));
+  SILT_TRY(ScanFrom(0, false, /*verify=*/true, is_last, interval, file_size, cut_from, report));
   if (!read_only_) {
     // Index files that do not exist are not created for nothing.
     index_.EnableWrites(/*absent=*/!PathExists(index_.path()));
@@ -224,7 +226,8 @@ Status Segment::Load(LoadMode mode, bool is_last, int32_t interval, LoadReport* 
 }
 
 Status Segment::ScanFrom(int64_t pos, bool skip_first_index, bool verify, bool is_last,
-                         int32_t interval, int64_t file_size, LoadReport* report) {
+                         int32_t interval, int64_t file_size, Offset cut_from,
+                         LoadReport* report) {
   std::string buf;
   int64_t buf_pos = pos;
   // Makes buf hold file bytes [at, at + need) (fewer at EOF), reading ahead a chunk.
@@ -239,6 +242,7 @@ Status Segment::ScanFrom(int64_t pos, bool skip_first_index, bool verify, bool i
   Offset expected_min = base_;
   bool check_min = !skip_first_index;
   bool first = true;
+  int32_t max_epoch = -1;
   while (pos < file_size) {
     SILT_TRY(ensure(pos, format::kBatchHeaderSize));
     std::string_view view(buf.data() + (pos - buf_pos), buf.size() - (pos - buf_pos));
@@ -262,11 +266,18 @@ Status Segment::ScanFrom(int64_t pos, bool skip_first_index, bool verify, bool i
       s = Status::Corruption("offset " + std::to_string(h.last().value()) +
                              " too far from the segment's base");
     }
+    if (s.ok() && h.partition_leader_epoch >= 0 && h.partition_leader_epoch < max_epoch) {
+      s = Status::Corruption("partitionLeaderEpoch " + std::to_string(h.partition_leader_epoch) +
+                             " is below the " + std::to_string(max_epoch) +
+                             " of a batch before it");
+    }
     if (!s.ok()) {
-      bool torn = is_last && s.IsTruncated();
-      if (!torn && is_last) {
+      // Past cut_from nothing was fsynced: whatever is there may be a write the crash tore.
+      bool torn = next_offset_ >= cut_from || (is_last && s.IsTruncated());
+      bool zeros = false;
+      if (is_last || torn) {
         // A tail of zeros is what a crash leaves when the file grew but the data never landed.
-        bool zeros = true;
+        zeros = true;
         for (int64_t at = pos; zeros && at < file_size; at += kScanChunk) {
           std::string chunk;
           SILT_TRY(log_->PRead(at, static_cast<size_t>(std::min(kScanChunk, file_size - at)),
@@ -274,7 +285,7 @@ Status Segment::ScanFrom(int64_t pos, bool skip_first_index, bool verify, bool i
           zeros = std::all_of(chunk.begin(), chunk.end(), [](char c) { return c == 0; });
           if (chunk.empty()) break;
         }
-        torn = zeros;
+        torn = torn || (is_last && zeros);
       }
       if (!torn) {
         std::string what = s.IsTruncated()
@@ -283,14 +294,12 @@ Status Segment::ScanFrom(int64_t pos, bool skip_first_index, bool verify, bool i
                                : s.message();
         return Status::Corruption(PositionError(log_path_, pos, what));
       }
-      report->torn_bytes = file_size - pos;
-      if (!read_only_) {
-        SILT_TRY(log_->Truncate(pos));
-        log_unsynced_ = true;
-      }
+      report->cut_reason = zeros ? "zero-filled tail" : s.message();
+      SILT_TRY(CutTail(pos, file_size, zeros, report));
       break;
     }
     if (pos == 0) first_batch_timestamp_ = h.max_timestamp;
+    max_epoch = std::max(max_epoch, h.partition_leader_epoch);
     if (h.partition_leader_epoch >= 0 && (report->epoch_starts.empty() ||
                                           h.partition_leader_epoch >
                                               report->epoch_starts.back().first))
@@ -312,6 +321,23 @@ Status Segment::ScanFrom(int64_t pos, bool skip_first_index, bool verify, bool i
     pos += h.size();
   }
   size_ = pos;
+  return Status::OK();
+}
+
+Status Segment::CutTail(int64_t pos, int64_t file_size, bool zeros, LoadReport* report) {
+  report->torn_bytes = file_size - pos;
+  report->cut_position = pos;
+  if (read_only_) return Status::OK();
+  if (!zeros) {
+    // The bytes go to their quarantine file (synced, with its directory entry) before the
+    // segment is cut: a crash in between leaves a copy, never a loss.
+    std::string tail;
+    SILT_TRY(log_->PRead(pos, static_cast<size_t>(file_size - pos), &tail));
+    report->quarantine_path = log_path_ + "." + std::to_string(pos) + ".quarantined";
+    SILT_TRY(WriteFileAtomic(report->quarantine_path, tail));
+  }
+  SILT_TRY(log_->Truncate(pos));
+  log_unsynced_ = true;
   return Status::OK();
 }
 

@@ -65,15 +65,22 @@ class Segment {
     bool full_scan = false;         // every batch was checked
     bool index_rebuilt = false;     // indexes were missing/damaged and rebuilt
     int64_t torn_bytes = 0;         // bytes of a torn tail cut off (or, read-only, ignored)
+    int64_t cut_position = -1;      // where that tail began (-1: nothing was cut)
+    std::string cut_reason;         // why the batch there was not kept
+    std::string quarantine_path;    // where the cut bytes went ("": a zero tail, or read-only)
     // (partitionLeaderEpoch, baseOffset) of each scanned batch whose epoch (>= 0) is above
     // every one before it in the scan: where each epoch starts, for a leader-epoch checkpoint
     // that is behind the log.
     std::vector<std::pair<int32_t, int64_t>> epoch_starts;
   };
   // Establishes size, next offset, max timestamp and indexes from the files. When `is_last`, a
-  // partial batch at the end (or a zero-filled tail) is a torn tail: truncated, or ignored when
-  // read-only. Any other damage is Corruption naming the file and the byte position.
-  Status Load(LoadMode mode, bool is_last, int32_t index_interval_bytes, LoadReport* report);
+  // partial batch at the end (or a zero-filled tail) is a torn tail. So is any invalid batch
+  // (framing, CRC-32C, offsets, leader epochs) at or past `cut_from`: what a crash can leave of
+  // writes that were never fsynced. A torn tail is cut, its bytes first copied (synced) to
+  // `<segment>.log.<position>.quarantined`, unless they are all zeros; read-only, it is only
+  // left unread. Any other damage is Corruption naming the file and the byte position.
+  Status Load(LoadMode mode, bool is_last, int32_t index_interval_bytes, LoadReport* report,
+              Offset cut_from = Offset(INT64_MAX));
 
   // Appends one whole batch whose header fields are final. On failure the file is cut back to
   // its previous size and nothing is published.
@@ -146,7 +153,10 @@ class Segment {
   // The bookkeeping half of Append, for a batch whose bytes are at the published end.
   Status PublishLocked(int64_t pos, int64_t size, const BatchInfo& info, int32_t interval);
   Status ScanFrom(int64_t position, bool skip_first_index, bool verify, bool is_last,
-                  int32_t index_interval_bytes, int64_t file_size, LoadReport* report);
+                  int32_t index_interval_bytes, int64_t file_size, Offset cut_from,
+                  LoadReport* report);
+  // Copies bytes [pos, file_size) of the .log to its quarantine file, then cuts them.
+  Status CutTail(int64_t pos, int64_t file_size, bool zeros, LoadReport* report);
   void EnableIndexWrites();
   void RecomputeTail(int32_t index_interval_bytes);
 

@@ -8,6 +8,7 @@
 #include "broker/partition_manager.h"
 #include "broker_test_util.h"
 #include "storage/fault_util.h"
+#include "storage/test_util.h"
 
 using namespace silt;
 using namespace silt::broker;
@@ -241,7 +242,7 @@ namespace {
 
 }  // namespace
 
-TEST_CASE("a first batch whose write to the log fails is not appended; its retry lands once") {
+TEST_CASE("a first batch whose write the disk fails is not appended; after a restart it lands once") {
   TestBroker b;
   Client c(b.port);
   CreateTopic(c, "epochfail");
@@ -255,12 +256,36 @@ TEST_CASE("a first batch whose write to the log fails is not appended; its retry
     CHECK(err == 56);  // KAFKA_STORAGE_ERROR
   }
   CHECK(part->log_end_offset() == Offset(0));
-  auto [err, base] = ProduceTo(c, "epochfail", batch);
+  // A disk that failed a write (EIO, not a full disk) is not trusted again until a restart.
+  CHECK(part->offline());
+  CHECK(ProduceTo(c, "epochfail", batch).first == 56);
+  part.reset();
+  b.Restart(/*clean=*/false);
+  Client c2(b.port);
+  auto [err, base] = ProduceTo(c2, "epochfail", batch);
   CHECK(err == 0);
   CHECK(base == 0);
   // The producer's retry is a duplicate now, and the log holds the batch exactly once.
-  CHECK(ProduceTo(c, "epochfail", batch) == std::pair<int16_t, int64_t>{0, 0});
-  CHECK(part->log_end_offset() == Offset(3));
+  CHECK(ProduceTo(c2, "epochfail", batch) == std::pair<int16_t, int64_t>{0, 0});
+  CHECK(Served(b, "epochfail")->log_end_offset() == Offset(3));
+}
+
+TEST_CASE("a full disk fails the produce cleanly and the partition serves again once space is back") {
+  TestBroker b;
+  Client c(b.port);
+  CreateTopic(c, "full");
+  auto part = Served(b, "full");
+  CHECK(ProduceTo(c, "full", MakeBatch(2)).first == 0);
+  const std::string batch = MakeBatch(3, format::Compression::kNone, 90, 0, 0);
+  {
+    storage::testing::FailOp fail(FileOp::kWrite, ".log", ENOSPC, 0, 1);
+    CHECK(ProduceTo(c, "full", batch).first == 56);
+    CHECK(fail.hits() == 1);
+  }
+  CHECK(!part->offline());
+  CHECK(part->log_end_offset() == Offset(2));
+  CHECK(ProduceTo(c, "full", batch) == std::pair<int16_t, int64_t>{0, 2});
+  CHECK(part->log_end_offset() == Offset(5));
 }
 
 TEST_CASE("a failed fsync takes the partition offline; after a restart the retry is a duplicate") {
@@ -282,11 +307,74 @@ TEST_CASE("a failed fsync takes the partition offline; after a restart the retry
   CHECK(f.responses[0].partitions[0].error_code == 56);
   part.reset();
 
-  b.Restart();
+  b.Restart(/*clean=*/false);
   Client c2(b.port);
   // The batch did reach the log; producer state knows it, so the retry is not appended again.
   CHECK(ProduceTo(c2, "syncfail", batch) == std::pair<int16_t, int64_t>{0, 0});
   CHECK(Served(b, "syncfail")->log_end_offset() == Offset(3));
+}
+
+TEST_CASE("a failed periodic flush takes the partition offline, and no later flush moves its recovery point") {
+  TestBroker b;
+  Client c(b.port);
+  CreateTopicWithConfigs(c, "tickfail", {{"flush.ms", "200"}});
+  auto part = Served(b, "tickfail");
+  REQUIRE(ProduceTo(c, "tickfail", MakeBatch(2)).first == 0);
+  auto flushed = [&](Offset at) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (part->recovery_point() != at && std::chrono::steady_clock::now() < deadline) {
+      b.server->broker().partitions().Maintain(false);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return part->recovery_point() == at;
+  };
+  REQUIRE(flushed(Offset(2)));
+  const Offset rp = part->recovery_point();
+  REQUIRE(rp == Offset(2));
+  {
+    storage::testing::FailOp fail(FileOp::kSync, ".log", EIO, 0, 1);  // the kernel's one report
+    // Within flush.ms of the flush above, the append itself does not flush.
+    REQUIRE(ProduceTo(c, "tickfail", MakeBatch(3)).first == 0);
+    // The periodic flush (the server's own tick, or this one) meets the failure.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (fail.hits() == 0 && std::chrono::steady_clock::now() < deadline) {
+      b.server->broker().partitions().Maintain(false);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CHECK(fail.hits() == 1);
+  }
+  CHECK(part->offline());
+  // The next tick's fsync would succeed; it is not tried, and the recovery point stays.
+  b.server->broker().partitions().Maintain(false);
+  CHECK(part->recovery_point() == rp);
+  CHECK(ProduceTo(c, "tickfail", MakeBatch(1)).first == 56);  // KAFKA_STORAGE_ERROR
+  part.reset();
+  b.Restart(/*clean=*/false);
+  CHECK(Served(b, "tickfail")->log_end_offset() == Offset(5));  // recovery kept what is there
+}
+
+TEST_CASE("a partition damaged below its recovery point is offline; the others are served") {
+  TestBroker b;
+  {
+    Client c(b.port);
+    CreateTopic(c, "damaged");
+    CreateTopic(c, "healthy");
+    for (int i = 0; i < 3; ++i) REQUIRE(ProduceTo(c, "damaged", MakeBatch(2)).first == 0);
+  }
+  b.Restart();  // clean: every byte counts as fsynced
+  b.server.reset();
+  const std::string seg = b.data_dir + "/damaged-0/00000000000000000000.log";
+  std::string data = storage::testing::Slurp(seg);
+  data[data.size() - 5] ^= 0x40;
+  storage::testing::WriteBytes(seg, data);
+  b.Start();
+  Client c(b.port);
+  CHECK(ProduceTo(c, "damaged", MakeBatch(1)).first == 56);  // KAFKA_STORAGE_ERROR
+  protocol::FetchResponse f;
+  c.Call(MakeFetch("damaged", 0, 0), 11, &f);
+  CHECK(f.responses[0].partitions[0].error_code == 56);
+  CHECK(ProduceTo(c, "healthy", MakeBatch(1)).first == 0);
+  CHECK(storage::testing::Slurp(seg) == data);  // not cut: fsynced bytes are not a torn write
 }
 
 TEST_CASE("producer snapshots are written at each roll and at a clean shutdown, and restore dedup") {

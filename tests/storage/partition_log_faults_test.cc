@@ -105,11 +105,12 @@ TEST_CASE("a leader-epoch checkpoint that cannot be written fails the flush, not
                                                        std::to_string(end.value()) + "\n");
 }
 
-TEST_CASE("a failed epoch checkpoint rename leaves no temp file and the next flush writes it") {
+TEST_CASE("a failed epoch checkpoint rename leaves no temp file; the reopened log writes it") {
   TempDir dir;
   LogConfig cfg;
   auto log = OpenLog(dir.path(), cfg);
   AppendOk(log.get(), 2, 0);
+  const Offset rp = log->recovery_point();
   {
     FailOp fail(FileOp::kRename, "leader-epoch-checkpoint.tmp");
     AppendOk(log.get(), 1, 5);
@@ -118,7 +119,16 @@ TEST_CASE("a failed epoch checkpoint rename leaves no temp file and the next flu
     CHECK(fail.hits() == 1);
   }
   CHECK(!PathExists(dir / "leader-epoch-checkpoint.tmp"));
-  REQUIRE(log->Flush().ok());
+  // The failure sticks: the next flush, which the disk would now let through, is not tried,
+  // nor is an append, and the recovery point stays where the last good flush left it.
+  CHECK(log->failed());
+  CHECK(!log->Flush().ok());
+  std::string b = MakeBatch(1);
+  CHECK(!log->Append(&b, 5).ok());
+  CHECK(log->recovery_point() == rp);
+  log.reset();  // as a restart after the error
+  log = OpenLog(dir.path(), cfg);
+  CHECK(!log->failed());
   CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n2\n0 0\n5 4\n");
   CHECK(log->recovery_point() == Offset(6));
 }
@@ -136,8 +146,10 @@ TEST_CASE("an append that fails records no epoch, in memory or in the checkpoint
     CHECK(!log->Append(&b, 7).ok());
   }
   CHECK(log->LeaderEpochs().size() == 1);
-  REQUIRE(log->Flush().ok());
-  CHECK(Slurp(dir / "leader-epoch-checkpoint") == "0\n1\n0 0\n");
+  // A write the disk failed (not a full disk) sticks as a failed fsync does.
+  CHECK(log->failed());
+  CHECK(!log->Flush().ok());
+  CHECK(!PathExists(dir / "leader-epoch-checkpoint"));  // no flush got as far as writing it
   CheckNoTraceThenRetryOnce(&log, dir.path(), cfg, before, batch, 7);
   REQUIRE(log->LeaderEpochs().size() == 2);
   CHECK(log->LeaderEpochs()[1].epoch == 7);
@@ -219,11 +231,21 @@ TEST_CASE("a failed fsync of the flush policy is reported beside a successful ap
   CHECK(log->log_end_offset() == end + 2);
   CHECK(log->recovery_point() == end);
   CHECK(BatchSpans(ReadAll(*log)).size() == 3);
-  REQUIRE(log->Flush().ok());
-  CHECK(log->recovery_point() == end + 2);
-  REQUIRE(log->Close().ok());
+  // Linux reports a failed fsync once: a second one "succeeds" over pages it may have dropped.
+  // So no later flush may move the recovery point past the failed range, nor may the log take
+  // more appends; a close writes no clean-shutdown state either.
+  CHECK(log->failed());
+  CHECK(!log->Flush().ok());
+  CHECK(log->recovery_point() == end);
+  std::string more = MakeBatch(1);
+  CHECK(!log->Append(&more).ok());
+  CHECK(log->log_end_offset() == end + 2);
+  CHECK(!log->Close().ok());
+  // The restart rescans from the recovery point and keeps what the disk really holds.
   log = OpenLog(dir.path(), cfg);
+  CHECK(!log->failed());
   CHECK(BatchSpans(ReadAll(*log)).size() == 3);
+  CHECK(log->recovery_point() == end + 2);
 }
 
 TEST_CASE("a failed directory fsync after a roll is reported beside a successful append") {

@@ -166,7 +166,7 @@ TEST_CASE("a zero-filled tail after the last batch is a torn tail") {
   CHECK(Slurp(path).size() == good);
 }
 
-TEST_CASE("a bit flip before the end is Corruption naming the file and the byte position") {
+TEST_CASE("a bit flip below the recovery point is Corruption naming the file and the position") {
   TempDir dir;
   LogConfig cfg;
   auto sizes = Fill(dir.path(), 10, cfg);
@@ -175,7 +175,8 @@ TEST_CASE("a bit flip before the end is Corruption naming the file and the byte 
   int64_t third = sizes[0] + sizes[1];  // position of the third batch
   data[static_cast<size_t>(third + 70)] ^= 0x10;  // inside its records: the CRC catches it
   WriteBytes(path, data);
-  auto log = Reopen(dir.path(), cfg);
+  // Offsets 0..5 were fsynced: damage there is not what a crash leaves.
+  auto log = Reopen(dir.path(), cfg, false, /*rp=*/6);
   REQUIRE(!log.ok());
   CHECK(log.status().IsCorruption());
   CHECK(log.status().message().find(path) != std::string::npos);
@@ -183,21 +184,94 @@ TEST_CASE("a bit flip before the end is Corruption naming the file and the byte 
   // The file was not cut: nothing is silently dropped.
   CHECK(Slurp(path) == data);
   // Read-only opens report it too.
-  CHECK(Reopen(dir.path(), cfg, false, 0, true).status().IsCorruption());
+  CHECK(Reopen(dir.path(), cfg, false, 6, true).status().IsCorruption());
+  // So does a clean shutdown, which trusts everything (the scan of the tail stops at it only
+  // when the damage is in the last indexed stretch; here the index has no entry yet).
+  CHECK(Reopen(dir.path(), cfg, true, 20).status().IsCorruption());
+  CHECK(!PathExists(path + "." + std::to_string(third) + ".quarantined"));
 }
 
-TEST_CASE("damage in the last batch of the last segment is Corruption, not a torn tail") {
+TEST_CASE("past the recovery point, recovery cuts at the first invalid batch and quarantines it") {
+  TempDir dir;
+  LogConfig cfg;
+  auto sizes = Fill(dir.path(), 10, cfg);
+  std::string path = dir / SegName(0, ".log");
+  std::string data = Slurp(path);
+  const int64_t third = sizes[0] + sizes[1];
+  data[static_cast<size_t>(third + 70)] ^= 0x10;
+  WriteBytes(path, data);
+  for (int64_t rp : {int64_t{0}, int64_t{4}}) {  // below the batch or at its first offset
+    CAPTURE(rp);
+    WriteBytes(path, data);
+    auto log = Reopen(dir.path(), cfg, false, rp);
+    REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+    // Kafka's rule: the log ends before the first batch that fails its checks.
+    CHECK((*log)->log_end_offset() == Offset(4));
+    CHECK(Slurp(path) == data.substr(0, static_cast<size_t>(third)));
+    const std::string q = path + "." + std::to_string(third) + ".quarantined";
+    CHECK(Slurp(q) == data.substr(static_cast<size_t>(third)));
+    REQUIRE((*log)->recovery_cuts().size() == 1);
+    const RecoveryCut& cut = (*log)->recovery_cuts()[0];
+    CHECK(cut.file == path);
+    CHECK(cut.position == third);
+    CHECK(cut.bytes == static_cast<int64_t>(data.size()) - third);
+    CHECK(cut.quarantine_path == q);
+    CHECK(!cut.below_recovery_point);
+    CHECK(cut.reason.find("crc") != std::string::npos);
+    CheckLookups(**log);
+    // The cut is made durable by the open: the next one needs none.
+    REQUIRE((*log)->Close().ok());
+    auto again = Reopen(dir.path(), cfg, false, 4);
+    REQUIRE(again.ok());
+    CHECK((*again)->recovery_cuts().empty());
+    CHECK((*again)->log_end_offset() == Offset(4));
+  }
+}
+
+TEST_CASE("a read-only open with stop_at_damage reads up to damage below the recovery point") {
+  TempDir dir;
+  LogConfig cfg;
+  auto sizes = Fill(dir.path(), 10, cfg);
+  std::string path = dir / SegName(0, ".log");
+  std::string data = Slurp(path);
+  const int64_t third = sizes[0] + sizes[1];
+  data[static_cast<size_t>(third + 70)] ^= 0x10;
+  WriteBytes(path, data);
+  PartitionLog::OpenOptions o;
+  o.read_only = true;
+  o.stop_at_damage = true;
+  o.clean_shutdown = true;  // after a clean stop, as the issue's `silt consume -d` found it
+  o.recovery_point = 20;
+  auto log = PartitionLog::Open(dir.path(), cfg, o);
+  REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+  CHECK((*log)->log_end_offset() == Offset(4));
+  REQUIRE((*log)->recovery_cuts().size() == 1);
+  CHECK((*log)->recovery_cuts()[0].below_recovery_point);
+  CHECK((*log)->recovery_cuts()[0].quarantine_path.empty());
+  CHECK(Slurp(path) == data);  // read-only: nothing changed
+}
+
+TEST_CASE("damage in the last batch is Corruption below the recovery point, a cut past it") {
   TempDir dir;
   auto sizes = Fill(dir.path(), 4, LogConfig{});
   std::string path = dir / SegName(0, ".log");
   std::string data = Slurp(path);
   data[data.size() - 3] ^= 0x01;
   WriteBytes(path, data);
-  auto log = Reopen(dir.path(), LogConfig{});
-  REQUIRE(!log.ok());
-  CHECK(log.status().IsCorruption());
-  CHECK(log.status().message().find(
-            "position " + std::to_string(sizes[0] + sizes[1] + sizes[2])) != std::string::npos);
+  const int64_t last = sizes[0] + sizes[1] + sizes[2];
+  for (bool clean : {false, true}) {
+    CAPTURE(clean);
+    auto log = Reopen(dir.path(), LogConfig{}, clean, /*rp=*/8);
+    REQUIRE(!log.ok());
+    CHECK(log.status().IsCorruption());
+    CHECK(log.status().message().find("position " + std::to_string(last)) != std::string::npos);
+  }
+  // The issue's torn write: a batch whose header reached the disk and whose tail did not.
+  auto log = Reopen(dir.path(), LogConfig{}, false, /*rp=*/6);
+  REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+  CHECK((*log)->log_end_offset() == Offset(6));
+  CHECK(Slurp(path + "." + std::to_string(last) + ".quarantined") ==
+        data.substr(static_cast<size_t>(last)));
 }
 
 TEST_CASE("a partial batch at the end of a segment that is not the last is Corruption") {
@@ -206,10 +280,47 @@ TEST_CASE("a partial batch at the end of a segment that is not the last is Corru
   std::string path = dir / SegName(0, ".log");
   std::string data = Slurp(path);
   WriteBytes(path, std::string_view(data).substr(0, data.size() - 5));
-  auto log = Reopen(dir.path(), Cfg());
+  auto log = Reopen(dir.path(), Cfg(), false, /*rp=*/80);
   REQUIRE(!log.ok());
   CHECK(log.status().IsCorruption());
   CHECK(log.status().message().find(path) != std::string::npos);
+}
+
+TEST_CASE("a cut past the recovery point in an older segment quarantines every later segment") {
+  TempDir dir;
+  Fill(dir.path(), 100);  // four segments
+  std::vector<std::string> logs;
+  auto names = ListDir(dir.path());
+  REQUIRE(names.ok());
+  for (const std::string& n : *names)
+    if (n.size() > 4 && n.compare(n.size() - 4, 4, ".log") == 0) logs.push_back(n);
+  REQUIRE(logs.size() >= 3);
+  const std::string first = dir / logs[0];
+  std::string data = Slurp(first);
+  WriteBytes(first, std::string_view(data).substr(0, data.size() - 5));
+  std::vector<std::string> later;
+  for (size_t i = 1; i < logs.size(); ++i) later.push_back(Slurp(dir / logs[i]));
+  auto log = Reopen(dir.path(), Cfg(), false, /*rp=*/0);
+  REQUIRE_MESSAGE(log.ok(), log.status().ToString());
+  REQUIRE((*log)->Segments().size() == 1);
+  const Offset end = (*log)->log_end_offset();
+  CHECK(end > Offset(0));
+  CHECK((*log)->recovery_cuts().size() == logs.size());
+  for (size_t i = 1; i < logs.size(); ++i) {
+    CAPTURE(logs[i]);
+    CHECK(!PathExists(dir / logs[i]));
+    CHECK(Slurp(dir / (logs[i] + ".0.quarantined")) == later[i - 1]);
+  }
+  CheckLookups(**log);
+  std::string b = MakeBatch(2);
+  auto r = (*log)->Append(&b);
+  REQUIRE(r.ok());
+  CHECK(r->base_offset == end);
+  REQUIRE((*log)->Close().ok());
+  auto again = Reopen(dir.path(), Cfg(), false, end.value());
+  REQUIRE(again.ok());
+  CHECK((*again)->log_end_offset() == end + 2);
+  CHECK((*again)->recovery_cuts().empty());
 }
 
 TEST_CASE("a missing or truncated index is rebuilt and lookups stay correct") {
@@ -371,7 +482,7 @@ TEST_CASE("offsets going backwards inside a segment are Corruption") {
   s.base_offset = 5;
   data += MakeBatch(s);
   WriteBytes(dir / SegName(0, ".log"), data);
-  auto log = Reopen(dir.path(), LogConfig{});
+  auto log = Reopen(dir.path(), LogConfig{}, false, /*rp=*/8);
   REQUIRE(!log.ok());
   CHECK(log.status().IsCorruption());
   CHECK(log.status().message().find("position " + std::to_string(MakeBatch(s).size())) !=
