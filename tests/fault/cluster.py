@@ -475,7 +475,9 @@ class Cluster:
     def read_replica(self, node_id, topic, partitions):
         """Partition by partition, what node node_id's data dir holds, read off disk with
         `silt dump-segment --records --format json`: {partition: {"records": [(offset, value)],
-        "batches": [(baseOffset, lastOffset, partitionLeaderEpoch, crc, size)]}}."""
+        "batches": [(baseOffset, lastOffset, partitionLeaderEpoch, crc, size)]}}. A dump that
+        fails (anything but exit 0, or 1 for damage it reports), or prints a line that is not
+        a batch, raises ClusterError: a replica that cannot be read must never look empty."""
         out = {}
         for p in partitions:
             d = os.path.join(self.nodes[node_id].data, "%s-%d" % (topic, p))
@@ -483,13 +485,17 @@ class Cluster:
             for log in sorted(glob.glob(os.path.join(d, "*.log"))):
                 r = self.run_silt("dump-segment", "--records", "--format", "json", log,
                                   check=False)
+                if r.returncode not in (0, 1):
+                    raise ClusterError("dump-segment %s: rc %d %s" % (log, r.returncode, r.stderr))
                 for line in r.stdout.splitlines():
                     try:
                         b = json.loads(line)
                     except ValueError:
-                        continue
+                        raise ClusterError("dump-segment %s printed a line that is not JSON: %r"
+                                           % (log, line[:200]))
                     if "baseOffset" not in b:
-                        continue
+                        raise ClusterError("dump-segment %s printed a line that is not a batch: "
+                                           "%r" % (log, line[:200]))
                     batches.append((b["baseOffset"], b["lastOffset"],
                                     b.get("partitionLeaderEpoch"), b.get("crc"), b.get("size")))
                     for rec in b.get("records", []):
@@ -511,9 +517,34 @@ class Cluster:
                 got = self.read_replica(n, topic, [p])[p]["batches"]
                 views[n] = [b for b in got if b[1] < hw]
             first = replicas[0]
-            for n in replicas[1:]:
-                if views[n] != views[first]:
+            for n in replicas:
+                # Every replica holds the log up to the high watermark (the last batch below it
+                # ends at hw - 1): replicas that are equal because all are empty do not agree.
+                if hw > 0 and (not views[n] or views[n][-1][1] != hw - 1):
+                    diffs.append({"partition": p, "hw": hw, "replica": n,
+                                  "batches": len(views[n]),
+                                  "ends_at": views[n][-1][1] if views[n] else None,
+                                  "why": "does not hold the log up to the high watermark"})
+                elif n != first and views[n] != views[first]:
                     diffs.append({"partition": p, "hw": hw, "replica": n,
                                   "batches": len(views[n]), "vs": first,
                                   "vs_batches": len(views[first])})
         return diffs
+
+    def replicated_partitions(self, topic, high_watermarks):
+        """The partitions (with a high watermark above 0) whose records are on the disks of at
+        least two of their replicas up to the high watermark: replication that happened, as
+        opposed to an ISR that merely started full."""
+        parts = self.partitions(topic) or {}
+        out = []
+        for p, hw in sorted(high_watermarks.items()):
+            if hw <= 0:
+                continue
+            holders = 0
+            for n in parts.get(p, {}).get("replicas") or self.ids:
+                got = [b for b in self.read_replica(n, topic, [p])[p]["batches"] if b[1] < hw]
+                if got and got[-1][1] == hw - 1:
+                    holders += 1
+            if holders >= 2:
+                out.append(p)
+        return out

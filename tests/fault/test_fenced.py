@@ -160,14 +160,26 @@ def main():
                        configs=["min.insync.replicas=2"])
         lines = ["record-%d" % i for i in range(60)]
         produce(c, "rf1", lines, c.node(1))
+        lines3 = ["rf3-record-%d" % i for i in range(60)]
+        produce(c, "rf3", lines3, c.node(1))  # acks=all, min.insync.replicas=2
+        # Replication is judged by what the followers' disks hold, not by an ISR that starts
+        # full: every rf3 partition with records must have them on at least two replicas.
+        on_disk = {n: c.read_replica(n, "rf3", range(6)) for n in c.ids}
+        for p in range(6):
+            held = [n for n in c.ids if on_disk[n][p]["records"]]
+            lead = max((on_disk[n][p]["records"] for n in held), key=len, default=[])
+            same = [n for n in held if on_disk[n][p]["records"] == lead]
+            if lead and len(same) < 2:
+                fail("rf3-%d: its records are on %s only, after acks=all with "
+                     "min.insync.replicas=2" % (p, same))
+        if not any(on_disk[n][p]["records"] for n in c.ids for p in range(6)):
+            fail("rf3 holds no record on any node after 60 acknowledged records")
         sampler = Sampler(c, topics)
         sampler.start()
         try:
             before = {t: c.partitions(t) for t in topics}
-            replicated = any(len(v["isr"]) > 1 for v in before["rf3"].values())
-            print("rf3's ISR: %s (%s)" % ({p: v["isr"] for p, v in before["rf3"].items()},
-                  "replicated: partitions must move" if replicated else
-                  "the leader alone: no replication yet, partitions become leaderless"))
+            print("rf3's ISR: %s (replicated on disk: partitions must move)"
+                  % {p: v["isr"] for p, v in before["rf3"].items()})
             ctl = c.wait_for_controller()
             victim = next(i for i in c.ids if i != ctl)
             before = fence_and_heal(c, victim, topics, before, "not the controller")
@@ -183,6 +195,10 @@ def main():
         if got != sorted(lines):
             fail("rf1 holds %d of the 60 records after healing" % len(got))
         print("ok: rf1's 60 records are all there after healing")
+        got3 = consume_all(c, "rf3", c.node(1))
+        if got3 != sorted(lines3):
+            fail("rf3 holds %d of the 60 acknowledged records after healing" % len(got3))
+        print("ok: rf3's 60 records are all there after two fencings")
         s = check(sampler.events)
         if s["split_leaders"]:
             fail("two leaders in one partition and epoch: %s" % s["examples"]["split_leaders"])
