@@ -91,6 +91,13 @@ struct GroupCoordinator::Group {
   int64_t initial_delay_limit = 0;     // when the initial delay must end at the latest
   bool metadata_stored = false;        // a GroupMetadata record exists in the log
   std::map<std::pair<std::string, int32_t>, protocol::OffsetCommitValue> offsets;
+  // Commits written to the group's __consumer_offsets partition but not yet committed there
+  // (Kafka's pending offset commits), by the last offset of their batch. OffsetFetch does not
+  // see them: a failover could still erase them. PublishCommitted moves them into `offsets`,
+  // in log order, once the partition's high watermark passes them.
+  std::map<int64_t, std::vector<std::pair<std::pair<std::string, int32_t>,
+                                          protocol::OffsetCommitValue>>>
+      pending_commits;
 
   Member* Find(const std::string& member_id) {
     for (Member& m : members) {
@@ -1122,8 +1129,24 @@ protocol::OffsetCommitResponse GroupCoordinator::CommitOffsets(
     }
     return resp;
   }
-  for (auto& [tp, v] : updates) g->offsets[tp] = v;
+  if (at == nullptr || at->last_offset < 0) {
+    // No replicated log under it (the caller does not wait for a high watermark): as written.
+    for (auto& [tp, v] : updates) g->offsets[tp] = v;
+  } else if (!updates.empty()) {
+    g->pending_commits[at->last_offset] = std::move(updates);
+  }
   return resp;
+}
+
+void GroupCoordinator::PublishCommitted(const std::string& group, Offset high_watermark) {
+  Scope scope(this);
+  Group* g = FindGroup(group);
+  if (g == nullptr) return;
+  auto& pending = g->pending_commits;
+  while (!pending.empty() && pending.begin()->first < high_watermark.value()) {
+    for (auto& [tp, v] : pending.begin()->second) g->offsets[tp] = std::move(v);
+    pending.erase(pending.begin());
+  }
 }
 
 protocol::OffsetFetchResponse GroupCoordinator::FetchOffsets(const protocol::OffsetFetchRequest& req,
@@ -1211,7 +1234,8 @@ int GroupCoordinator::ExpireOffsets() {
         recs.push_back({protocol::EncodeOffsetCommitKey({g.id, tp.first, tp.second}), std::nullopt});
       }
     }
-    bool delete_group = expired.size() == g.offsets.size() && g.pending_members.empty();
+    bool delete_group = expired.size() == g.offsets.size() && g.pending_members.empty() &&
+                        g.pending_commits.empty();
     if (delete_group && g.metadata_stored) {
       recs.push_back({protocol::EncodeGroupMetadataKey({g.id}), std::nullopt});
     }
@@ -1445,6 +1469,11 @@ int16_t GroupCoordinator::DeleteOffsets(
                                                     : ErrorCode::COORDINATOR_NOT_AVAILABLE);
   }
   for (const auto& tp : deleted) g->offsets.erase(tp);
+  // A commit still pending for a deleted partition must not bring its offset back.
+  for (auto& [at, updates] : g->pending_commits)
+    std::erase_if(updates, [&](const auto& u) {
+      return std::find(deleted.begin(), deleted.end(), u.first) != deleted.end();
+    });
   LogInfo("group " + group + ": " + std::to_string(deleted.size()) + " committed offset(s) deleted");
   if (delete_group) {
     g->state = State::kDead;

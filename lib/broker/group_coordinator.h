@@ -49,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/ids.h"
 #include "base/status.h"
 #include "broker/offset_store.h"
 #include "protocol/messages.h"
@@ -117,9 +118,16 @@ class GroupCoordinator {
   protocol::LeaveGroupResponse LeaveGroup(const protocol::LeaveGroupRequest& req, int16_t version);
   // Writes the commit and answers it. When `at` is given and something was written, it says
   // where: the caller answers once that offset is committed (the partition's high watermark
-  // passes it); the offsets are served by OffsetFetch from the moment they are written.
+  // passes it), and calls PublishCommitted then; until that the offsets are pending, and
+  // OffsetFetch serves the ones before them (Kafka's pending offset commits). Without `at`
+  // (or for a log with no offsets) they are served from the moment they are written.
   protocol::OffsetCommitResponse CommitOffsets(const protocol::OffsetCommitRequest& req,
                                                int16_t version, AppendedAt* at = nullptr);
+  // Makes the commits of `group` written below `high_watermark` of its __consumer_offsets
+  // partition visible to OffsetFetch, in log order (the caller of CommitOffsets, once the
+  // high watermark passes the `at` it was given). Commits are not visible before: an offset a
+  // failover can still erase is never served.
+  void PublishCommitted(const std::string& group, Offset high_watermark);
   protocol::OffsetFetchResponse FetchOffsets(const protocol::OffsetFetchRequest& req,
                                              int16_t version);
   protocol::DescribeGroupsResponse DescribeGroups(const protocol::DescribeGroupsRequest& req,

@@ -93,10 +93,12 @@ protocol::FindCoordinatorResponse::Coordinator FindGroupCoordinator(BrokerContex
 // REQUEST_TIMED_OUT for offset commits); either way the client retries.
 class DelayedCommit : public DelayedOperation {
  public:
-  DelayedCommit(BrokerContext& ctx, std::shared_ptr<Request> req,
+  DelayedCommit(BrokerContext& ctx, std::shared_ptr<Request> req, std::string group,
                 protocol::OffsetCommitResponse resp, std::shared_ptr<Partition> partition,
                 Offset needed, Respond respond)
       : DelayedOperation(req->executor, &ctx.stopping),
+        groups_(ctx.groups),
+        group_(std::move(group)),
         req_(std::move(req)),
         resp_(std::move(resp)),
         partition_(std::move(partition)),
@@ -112,9 +114,12 @@ class DelayedCommit : public DelayedOperation {
     int16_t error = 0;
     if (!partition_->alive()) {
       error = Wire(ErrorCode::NOT_COORDINATOR);
-    } else if (partition_->high_watermark() < needed_) {
+    } else if (Offset hw = partition_->high_watermark(); hw < needed_) {
       if (!final) return false;
       error = Wire(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    } else {
+      // Committed: OffsetFetch may serve it now (and whatever was written before it).
+      groups_.PublishCommitted(group_, hw);
     }
     if (error != 0) {
       for (auto& t : resp_.topics) {
@@ -130,6 +135,8 @@ class DelayedCommit : public DelayedOperation {
   void OnCompleted() override { partition_.reset(); }
 
  private:
+  GroupCoordinator& groups_;
+  const std::string group_;
   std::shared_ptr<Request> req_;
   protocol::OffsetCommitResponse resp_;
   std::shared_ptr<Partition> partition_;
@@ -253,14 +260,31 @@ Status HandleOffsetCommit(BrokerContext& ctx, std::shared_ptr<Request> req, Resp
     if (p.ok()) partition = *p;
   }
   // Answered once committed: on a single node the high watermark is already past the batch.
+  if (at.last_offset >= 0 && partition == nullptr) {
+    ctx.groups.PublishCommitted(request.group_id, Offset(at.last_offset + 1));
+  } else if (partition != nullptr) {
+    ctx.groups.PublishCommitted(request.group_id, partition->high_watermark());
+  }
   if (partition == nullptr || partition->high_watermark() > Offset(at.last_offset)) {
     respond(EncodeBody(resp, req->api_version));
     return Status::OK();
   }
-  auto delayed = std::make_shared<DelayedCommit>(ctx, req, std::move(resp), std::move(partition),
-                                                 Offset(at.last_offset + 1), std::move(respond));
+  auto delayed = std::make_shared<DelayedCommit>(ctx, req, request.group_id, std::move(resp),
+                                                 std::move(partition), Offset(at.last_offset + 1),
+                                                 std::move(respond));
   delayed->Start(kOffsetsCommitTimeoutMs);
   return Status::OK();
+}
+
+// Serves the commits of `group` that its partition's high watermark has passed since they were
+// written (a follower that caught up after the commit was answered with a timeout).
+void PublishCommittedOf(BrokerContext& ctx, const std::string& group) {
+  const std::string topic(protocol::kConsumerOffsetsTopic);
+  auto meta = ctx.metadata.GetTopic(topic);
+  if (!meta.ok() || meta->partition_count <= 0) return;
+  auto p = ctx.partitions.Find(
+      topic, PartitionId(protocol::OffsetsPartitionFor(group, meta->partition_count)));
+  if (p) ctx.groups.PublishCommitted(group, p->high_watermark());
 }
 
 Status HandleOffsetFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respond respond) {
@@ -269,6 +293,7 @@ Status HandleOffsetFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respo
   // v0-1 have no null topics: an empty array means "none asked".
   if (req->api_version < 2 && !request.topics) request.topics.emplace();
   if (req->api_version < 8) {
+    PublishCommittedOf(ctx, request.group_id);
     respond(EncodeBody(ctx.groups.FetchOffsets(request, req->api_version), req->api_version));
     return Status::OK();
   }
@@ -282,6 +307,7 @@ Status HandleOffsetFetch(BrokerContext& ctx, std::shared_ptr<Request> req, Respo
       one.topics.emplace();
       for (const auto& t : *g.topics) one.topics->push_back({t.name, t.partition_indexes});
     }
+    PublishCommittedOf(ctx, g.group_id);
     protocol::OffsetFetchResponse r = ctx.groups.FetchOffsets(one, 7);
     protocol::OffsetFetchResponse::Group gr;
     gr.group_id = g.group_id;

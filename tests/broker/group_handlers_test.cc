@@ -89,11 +89,23 @@ TEST_CASE("an offset commit is answered once its __consumer_offsets batch is com
     r.topics = {{"t", {{0, offset, -1, -1, std::nullopt}}}};
     return r;
   };
+  Client reader(b.port);
+  auto fetched = [&reader] {
+    protocol::OffsetFetchRequest f;
+    f.group_id = "hw-group";
+    f.topics.emplace();
+    f.topics->push_back({"t", {0}});
+    protocol::OffsetFetchResponse fr;
+    reader.Call(f, 2, &fr);
+    REQUIRE(fr.topics.size() == 1);
+    return fr.topics[0].partitions[0].committed_offset;
+  };
   // On one node the high watermark follows the log end: answered at once.
   protocol::OffsetCommitResponse cr;
   c.Call(commit(1), 2, &cr);
   REQUIRE(cr.topics.size() == 1);
   REQUIRE(cr.topics[0].partitions[0].error_code == 0);
+  CHECK(fetched() == 1);
 
   // A second in-sync replica that has not copied the batch yet holds the answer back.
   int32_t p = protocol::OffsetsPartitionFor("hw-group", 5);
@@ -104,14 +116,30 @@ TEST_CASE("an offset commit is answered once its __consumer_offsets batch is com
   (*part)->RecordFollowerLogEnd(follower, (*part)->log_end_offset());
   c.Send(commit(2), 2, 42);
   CHECK(c.Receive(&cr, 2, 300) == -1);
+  // Written but not committed: a failover could still erase it, so OffsetFetch (Kafka's pending
+  // offset commits) serves the commit before it.
+  CHECK(fetched() == 1);
   (*part)->RecordFollowerLogEnd(follower, (*part)->log_end_offset());
   REQUIRE(c.Receive(&cr, 2, 3000) == 42);
   CHECK(cr.topics[0].partitions[0].error_code == 0);
+  CHECK(fetched() == 2);
 
-  // Never copied: after offsets.commit.timeout.ms (5 s) the client is told to retry.
+  // Never copied: after offsets.commit.timeout.ms (5 s) the client is told to retry, and the
+  // offset was never served.
   c.Send(commit(3), 2, 43);
   REQUIRE(c.Receive(&cr, 2, 8000) == 43);
   CHECK(cr.topics[0].partitions[0].error_code == E(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+  CHECK(fetched() == 2);
+  // Copied late: committed after all, and served once the high watermark passes it.
+  (*part)->RecordFollowerLogEnd(follower, (*part)->log_end_offset());
+  CHECK(fetched() == 3);
+  const Offset before = (*part)->log_end_offset();
+  c.Send(commit(4), 2, 44);
+  for (int i = 0; i < 300 && (*part)->log_end_offset() == before; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  (*part)->RecordFollowerLogEnd(follower, (*part)->log_end_offset());
+  REQUIRE(c.Receive(&cr, 2, 3000) == 44);
+  CHECK(fetched() == 4);
 }
 
 TEST_CASE("a v0 group member joins, syncs, commits, and its offsets survive a restart") {
