@@ -95,4 +95,20 @@ void SetFileFaultHookForTesting(FileFaultHook hook);
 // An errno-style Status for a fault hook to return, e.g. InjectedFault(EIO, "fsync", path).
 Status InjectedFault(int err, const std::string& what, const std::string& path);
 
+// Test hooks for simulated power cuts (leveldb's FaultInjectionTestEnv is the model). From
+// StartPowerCutTracking on, for files under `root`, records what has been made durable: a
+// file's bytes by its fsync (File::Sync), a creation, rename or removal by an fsync of its
+// directory (SyncDir). After `die_after_ops` more tracked operations (writes, truncations,
+// fsyncs, creations, renames, removals; -1: never) every later one fails with EIO, as if the
+// machine had stopped; PowerCutOps says how many ran. SimulatePowerCut then undoes what was
+// not durable, newest first: directory changes not followed by a directory fsync (a created
+// file vanishes, a rename or removal is undone) and, in each file, what was written since its
+// last fsync (dropped, zeroed or garbled), and stops tracking. Files that existed before
+// tracking started count as durable as they were; directories themselves (mkdir, a
+// directory's rename, rm -r) are not tracked. One tracking at a time, for the whole process.
+enum class PowerCutMode { kDrop, kZero, kGarble };
+void StartPowerCutTrackingForTesting(const std::string& root, int64_t die_after_ops = -1);
+int64_t PowerCutOpsForTesting();
+Status SimulatePowerCutForTesting(PowerCutMode mode, uint64_t seed = 1);
+
 }  // namespace silt
