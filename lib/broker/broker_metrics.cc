@@ -253,6 +253,11 @@ int AddBrokerCollector(PartitionManager* partitions, MetadataStore* metadata,
     gauge("silt_offline_partitions",
           "Partitions without a leader (reported by the controller; 0 on other nodes)",
           controller ? static_cast<double>(offline) : 0.0);
+    if (partitions != nullptr)
+      gauge("silt_offline_replicas",
+            "Replicas on this node that are offline until a restart (damaged files, a failed "
+            "write or fsync)",
+            static_cast<double>(partitions->Offline().size()));
     if (q) {
       gauge("silt_raft_term", "Current Raft term of the metadata quorum",
             static_cast<double>(q->term));

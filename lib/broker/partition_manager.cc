@@ -43,6 +43,7 @@ Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topi
     // that fails: the partition stays offline until a restart, as a failed log directory does
     // in Kafka, and is not reopened (and logged again) for every request.
     slot->failed = Status::IOError(name + " is offline: " + opened.status().message());
+    slot->has_failed.store(true);
     LogError(slot->failed.message() +
              (opened.status().IsCorruption()
                   ? " (silt verify-crc --repair quarantines the damage; then restart)"
@@ -89,6 +90,15 @@ std::vector<std::shared_ptr<Partition>> PartitionManager::Opened() const {
   for (const auto& [k, s] : slots_) {
     if (s->partition) out.push_back(s->partition);
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, int32_t>> PartitionManager::Offline() const {
+  std::vector<std::pair<std::string, int32_t>> out;
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  for (const auto& [k, s] : slots_)
+    if (s->has_failed.load() || (s->partition && s->partition->offline()))
+      out.emplace_back(k.topic, k.partition);
   return out;
 }
 

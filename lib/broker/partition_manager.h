@@ -5,6 +5,7 @@
 // waits for another partition's first touch.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,9 @@ class PartitionManager {
   std::shared_ptr<Partition> Find(const std::string& topic, PartitionId partition) const;
   // Every partition opened so far.
   std::vector<std::shared_ptr<Partition>> Opened() const;
+  // The partitions that are offline until a restart: their log could not be opened (damage,
+  // a failing disk) or failed a write or fsync since.
+  std::vector<std::pair<std::string, int32_t>> Offline() const;
   // Lets go of a topic's partitions (before its deletion): later Gets open them afresh.
   void RemoveTopic(const std::string& topic);
 
@@ -58,6 +62,7 @@ class PartitionManager {
     // Set (under open_mu) when the log could not be opened for damage or a failing disk: the
     // partition is offline until restart, and every Get answers this.
     Status failed;
+    std::atomic<bool> has_failed{false};  // failed is set (readable without open_mu)
   };
   struct Key {
     std::string topic;

@@ -22,6 +22,7 @@
 #include "broker/dynamic_config.h"
 #include "broker/local_metadata_store.h"
 #include "broker/logging.h"
+#include "broker/partition_manager.h"
 #include "cluster/controller.h"
 #include "cluster/controller_channel.h"
 #include "cluster/metadata_image.h"
@@ -299,6 +300,9 @@ struct ClusterNode::Impl {
   std::optional<RaftIndex> SendHeartbeat();
   void OnImageChanged();
   void CheckLiveness();
+  // This node's replicas that are offline (broker::PartitionManager::Offline), for the
+  // controller: by topic id.
+  std::set<std::pair<Uuid, int32_t>> LocalOfflineReplicas();
   void Reconcile();
   void ControlledShutdown();
   void OnPeer(NodeId sender, int fd);
@@ -521,7 +525,12 @@ void ClusterNode::Impl::ServePeer(NodeId sender, int fd) {
     }
     ProposeResult r;
     if (req->kind == ForwardKind::kHeartbeat) {
-      if (quorum->IsReadyLeader()) {
+      auto body = DecodeHeartbeat(req->command);
+      if (!body.ok()) {
+        r.outcome = ProposeOutcome::kRejected;
+        r.message = body.status().message();
+      } else if (quorum->IsReadyLeader()) {
+        controller->ReportOffline(sender, body->incarnation, std::move(body->offline));
         r.outcome = ProposeOutcome::kApplied;
         // What this controller's image holds now: the node counts the answer once its own
         // image has caught up with it.
@@ -693,6 +702,7 @@ void ClusterNode::Impl::HeartbeatLoop() {
     const int64_t sent_ms = MonotonicMs();
     if (quorum->IsReadyLeader()) {
       if (!stalled) last_controller_contact_ms = sent_ms;
+      controller->ReportOffline(options.node_id, incarnation, LocalOfflineReplicas());
     } else if (std::optional<RaftIndex> index = SendHeartbeat()) {
       if (pending.size() >= 64) pending.pop_front();
       pending.emplace_back(sent_ms, *index);
@@ -709,8 +719,9 @@ std::optional<RaftIndex> ClusterNode::Impl::SendHeartbeat() {
   // heartbeats through (the next ones wait meanwhile).
   const int timeout_ms = std::max({100, options.config.broker_heartbeat_interval_ms * 2,
                                    options.config.broker_session_timeout_ms / 2});
-  auto r = ForwardPropose(*to, options.node_id, ForwardRequest{Uuid(), "", ForwardKind::kHeartbeat},
-                          timeout_ms);
+  const std::string body = EncodeHeartbeat(incarnation, LocalOfflineReplicas());
+  auto r = ForwardPropose(*to, options.node_id,
+                          ForwardRequest{Uuid(), body, ForwardKind::kHeartbeat}, timeout_ms);
   if (!r.ok()) {
     broker::LogDebug("heartbeat to node " + std::to_string(leader->value()) + ": " +
                      r.status().ToString());
@@ -718,6 +729,22 @@ std::optional<RaftIndex> ClusterNode::Impl::SendHeartbeat() {
   }
   if (r->outcome != ProposeOutcome::kApplied) return std::nullopt;
   return r->index;
+}
+
+std::set<std::pair<Uuid, int32_t>> ClusterNode::Impl::LocalOfflineReplicas() {
+  std::set<std::pair<Uuid, int32_t>> out;
+  broker::PartitionManager* partitions = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    partitions = services.partitions;
+  }
+  if (partitions == nullptr) return out;
+  auto offline = partitions->Offline();
+  if (offline.empty()) return out;
+  auto img = image();
+  for (const auto& [topic, p] : offline)
+    if (const TopicImage* t = img->FindTopic(topic)) out.insert({t->id, p});
+  return out;
 }
 
 // On the ready controller: propose what the controller decides now (controller.h).

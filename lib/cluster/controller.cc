@@ -137,12 +137,29 @@ bool Controller::ShuttingDown(NodeId broker) const {
   return shutting_down_.count(broker.value()) > 0;
 }
 
+void Controller::ReportOffline(NodeId broker, const Uuid& incarnation,
+                               std::set<ReplicaKey> offline) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (offline.empty()) {
+    offline_.erase(broker.value());
+  } else {
+    offline_[broker.value()] = {incarnation, std::move(offline)};
+  }
+}
+
 void Controller::ElectAll(const MetadataImage& img, const std::function<bool(NodeId)>& can_lead,
+                          const std::map<int32_t, std::set<ReplicaKey>>& offline,
                           ControllerDecision* out) const {
   for (const auto& [tid, t] : img.topics()) {
     const bool unclean = UncleanElectionAllowed(img, t.name, config_.unclean_leader_election);
     for (const auto& [p, part] : t.partitions) {
-      Election e = Elect(part, can_lead, unclean);
+      auto can_lead_here = [&, topic_id = t.id, partition = p](NodeId n) {
+        if (!can_lead(n)) return false;
+        auto o = offline.find(n.value());
+        return o == offline.end() || o->second.count({topic_id, partition}) == 0;
+      };
+      Election e = offline.empty() ? Elect(part, can_lead, unclean)
+                                   : Elect(part, can_lead_here, unclean);
       const bool isr_changed = e.isr != part.isr;
       const bool leader_changed = e.leader != part.leader;
       if (!isr_changed && !leader_changed) continue;
@@ -198,6 +215,7 @@ void Controller::CompleteReassignments(const MetadataImage& img,
 ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, NodeId self,
                                       Clock::time_point now) {
   std::set<int32_t> dead, back, leaving;
+  std::map<int32_t, std::set<ReplicaKey>> offline;  // reported offline replicas, by broker
   bool check_imbalance = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -225,6 +243,16 @@ ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, N
       bool alive = now - it->second <= config_.session_timeout;
       if (!alive && !b.fenced) dead.insert(id);
       if (alive && b.fenced) back.insert(id);
+    }
+    // So does a report of offline replicas.
+    for (auto it = offline_.begin(); it != offline_.end();) {
+      auto b = img.brokers().find(it->first);
+      if (b == img.brokers().end() || b->second.incarnation_id != it->second.first) {
+        it = offline_.erase(it);
+      } else {
+        offline.emplace(it->first, it->second.second);
+        ++it;
+      }
     }
     // A shutdown request lasts as long as the incarnation that made it.
     for (auto it = shutting_down_.begin(); it != shutting_down_.end();) {
@@ -256,7 +284,7 @@ ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, N
     return it != img.brokers().end() && (!it->second.fenced || back.count(n.value()));
   };
   const size_t broker_changes = out.records.size();
-  ElectAll(img, can_lead, &out);
+  ElectAll(img, can_lead, offline, &out);
   CompleteReassignments(img, can_lead, &out);
   // Preferred leaders only when no partition changes otherwise (else at the next decision), so
   // that the partitions they are decided on are the ones they apply to; fencing in the same

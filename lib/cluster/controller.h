@@ -12,6 +12,10 @@
 // - A broker silent for the session timeout is fenced; a fenced one heard from again is
 //   unfenced. A broker that asked for a controlled shutdown stays unfenced (it still serves)
 //   but is treated like a fenced one for leadership and ISRs, until it registers again.
+// - A replica its broker reports offline (a failed disk, damage recovery may not cut: Kafka's
+//   offline log directories) is treated like a fenced broker for that partition alone: it
+//   leaves the ISR and leads nothing, until the broker reports it healthy again (a restart,
+//   whose new incarnation forgets the report).
 // - A broker that is fenced or shutting down leaves the ISR of every partition, unless it is
 //   the last member: the ISR never empties (when every member is gone, the leader, or else the
 //   ISR as it was, stays as the last member).
@@ -36,7 +40,9 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/ids.h"
@@ -108,6 +114,10 @@ class Controller {
   // incarnation) or leaves the image.
   void WantShutDown(NodeId broker, const Uuid& incarnation);
   bool ShuttingDown(NodeId broker) const;
+  // The replicas on `broker` (of this incarnation) that are offline now: the whole set, which
+  // replaces the one reported before (each heartbeat carries it).
+  using ReplicaKey = std::pair<Uuid, int32_t>;  // topic id, partition
+  void ReportOffline(NodeId broker, const Uuid& incarnation, std::set<ReplicaKey> offline);
 
   // What the ready controller of Raft term `term` (this node, `self`) proposes now. A new term
   // starts the session of every unfenced broker afresh (a new controller gives everyone a full
@@ -118,7 +128,10 @@ class Controller {
 
  private:
   // Elections and ISR removals for every partition under `can_lead`.
+  // `offline`: broker -> its replicas reported offline (they can lead nothing, nor stay in an
+  // ISR).
   void ElectAll(const MetadataImage& img, const std::function<bool(NodeId)>& can_lead,
+                const std::map<int32_t, std::set<ReplicaKey>>& offline,
                 ControllerDecision* out) const;
   // Reassignments whose target replicas are all in the ISR complete (reassignment.h), for the
   // partitions no earlier change in `out` touches.
@@ -129,6 +142,8 @@ class Controller {
   mutable std::mutex mu_;
   std::map<int32_t, Clock::time_point> last_heard_;
   std::map<int32_t, Uuid> shutting_down_;  // broker -> the incarnation that asked
+  // broker -> (the incarnation that reported, its offline replicas)
+  std::map<int32_t, std::pair<Uuid, std::set<ReplicaKey>>> offline_;
   std::map<int32_t, Uuid> incarnations_;   // broker -> the incarnation last seen in the image
   uint64_t term_ = 0;
   Clock::time_point next_imbalance_check_{};

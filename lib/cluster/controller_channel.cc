@@ -116,6 +116,39 @@ std::string EncodeForwardResponse(const ProposeResult& r) {
   return Frame(body);
 }
 
+std::string EncodeHeartbeat(const Uuid& incarnation,
+                            const std::set<std::pair<Uuid, int32_t>>& offline) {
+  std::string out;
+  if (offline.empty()) return out;
+  ByteWriter w(&out);
+  w.Raw(std::string_view(reinterpret_cast<const char*>(incarnation.bytes().data()), 16));
+  w.I32(static_cast<int32_t>(offline.size()));
+  for (const auto& [topic, partition] : offline) {
+    w.Raw(std::string_view(reinterpret_cast<const char*>(topic.bytes().data()), 16));
+    w.I32(partition);
+  }
+  return out;
+}
+
+Result<HeartbeatBody> DecodeHeartbeat(std::string_view command) {
+  HeartbeatBody out;
+  if (command.empty()) return out;
+  ByteReader r(command);
+  int32_t count = 0;
+  if (!GetUuid(r, &out.incarnation) || !r.I32(&count) || count < 0 ||
+      static_cast<size_t>(count) > command.size() / 20)
+    return Status::Corruption("heartbeat: damaged offline replicas");
+  for (int32_t i = 0; i < count; ++i) {
+    Uuid topic;
+    int32_t partition = 0;
+    if (!GetUuid(r, &topic) || !r.I32(&partition))
+      return Status::Corruption("heartbeat: damaged offline replicas");
+    out.offline.insert({topic, partition});
+  }
+  if (!r.empty()) return Status::Corruption("heartbeat: bytes after the offline replicas");
+  return out;
+}
+
 Result<ForwardRequest> DecodeForwardRequest(std::string_view body) {
   ByteReader r(body);
   int16_t version = 0;

@@ -19,6 +19,9 @@
 //
 // A heartbeat tells the controller that the sending node (the preamble's sender) is alive; the
 // answer is kApplied from the ready controller, kNotLeader (with a hint) from any other node.
+// Its command is empty, or names the sender's replicas that are offline now (a failed disk;
+// Kafka's offline log directories), all of them each time:
+//   Heartbeat => incarnation uuid, count int32, [topic_id uuid, partition int32]
 // A shutdown (Kafka's BrokerHeartbeat with want_shut_down is the model) asks the controller to
 // move every leadership of the sender (of that incarnation) to other in-sync replicas and take
 // it out of the ISRs where it is not the last member (controller.h); the answer is kApplied
@@ -31,7 +34,9 @@
 #pragma once
 
 #include <cstddef>
+#include <set>
 #include <string>
+#include <utility>
 #include <string_view>
 
 #include "base/status.h"
@@ -67,6 +72,16 @@ std::string EncodeForwardResponse(const ProposeResult& r);
 // for another version.
 Result<ForwardRequest> DecodeForwardRequest(std::string_view body);
 Result<ProposeResult> DecodeForwardResponse(std::string_view body);
+
+// A heartbeat's command (above); "" when nothing is offline.
+std::string EncodeHeartbeat(const Uuid& incarnation,
+                            const std::set<std::pair<Uuid, int32_t>>& offline);
+struct HeartbeatBody {
+  Uuid incarnation;
+  std::set<std::pair<Uuid, int32_t>> offline;
+};
+// Corruption for damaged input; an empty command is an empty body.
+Result<HeartbeatBody> DecodeHeartbeat(std::string_view command);
 
 // Sends `r` to `to`'s peer address as node `self` and waits up to `timeout_ms` for the answer.
 // IOError when the controller cannot be reached or the connection fails (the outcome is then

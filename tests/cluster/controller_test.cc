@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/random.h"
+#include "cluster/controller_channel.h"
 #include "cluster/placement.h"
 
 using namespace silt;
@@ -404,4 +405,61 @@ TEST_CASE("placement counts preferred leaders, not the leaders of the moment") {
   auto placed = PlaceReplicas(img, 1, 2);
   REQUIRE(placed.ok());
   CHECK((*placed)[0][0] == NodeId(2));
+}
+
+TEST_CASE("a replica reported offline leaves its ISR and leadership; the broker's others stay") {
+  // Partition 0 led by 2 (its disk fails there), partition 1 led by 2 too (healthy), partition 2
+  // with 2 as its only in-sync replica.
+  MetadataImage img = Cluster(3, {{N({2, 3, 1}), N({2, 3, 1}), 2},
+                                  {N({2, 1, 3}), N({2, 1, 3}), 2},
+                                  {N({2, 3}), N({2}), 2}});
+  Controller c(Config());
+  auto t0 = Clock::now();
+  img = Step(c, img, t0);
+  const Uuid inc2 = img.brokers().at(2).incarnation_id;
+  c.ReportOffline(NodeId(2), inc2, {{kTopic, 0}, {kTopic, 2}});
+  Beat(c, {1, 2, 3}, t0 + 100ms);
+  ControllerDecision d;
+  img = Step(c, img, t0 + 100ms, &d);
+  CHECK_FALSE(img.brokers().at(2).fenced);  // the broker itself is healthy
+  CHECK(P(img, 0).leader == NodeId(3));      // the next in-sync replica in assignment order
+  CHECK(P(img, 0).isr == N({3, 1}));
+  CHECK(P(img, 1).leader == NodeId(2));      // untouched
+  CHECK(P(img, 1).isr == N({2, 1, 3}));
+  // The only in-sync replica is offline: no leader (the ISR never empties), as Kafka does.
+  CHECK(P(img, 2).leader == NodeId(kNoLeader));
+  CHECK(P(img, 2).isr == N({2}));
+  // Decisions are level-triggered: nothing more while the report stands.
+  ControllerDecision again;
+  img = Step(c, img, t0 + 200ms, &again);
+  CHECK(again.empty());
+  // A report without the replica (or a new incarnation, after a restart) lets it lead again.
+  c.ReportOffline(NodeId(2), inc2, {});
+  img = Step(c, img, t0 + 300ms);
+  CHECK(P(img, 2).leader == NodeId(2));
+  c.ReportOffline(NodeId(2), inc2, {{kTopic, 2}});
+  img = Step(c, img, t0 + 400ms);
+  CHECK(P(img, 2).leader == NodeId(kNoLeader));
+  img = Apply(img, {RegisterBrokerRecord{NodeId(2), RandomUuid(), "h", 9092},
+                    UnfenceBrokerRecord{NodeId(2)}});
+  Beat(c, {1, 2, 3}, t0 + 500ms);
+  img = Step(c, img, t0 + 500ms);
+  CHECK(P(img, 2).leader == NodeId(2));
+}
+
+TEST_CASE("a heartbeat carries the offline replicas, and a damaged one is refused") {
+  const Uuid inc = RandomUuid();
+  std::set<std::pair<Uuid, int32_t>> offline = {{kTopic, 0}, {kTopic, 7}};
+  std::string body = EncodeHeartbeat(inc, offline);
+  auto back = DecodeHeartbeat(body);
+  REQUIRE(back.ok());
+  CHECK(back->incarnation == inc);
+  CHECK(back->offline == offline);
+  CHECK(EncodeHeartbeat(inc, {}).empty());
+  REQUIRE(DecodeHeartbeat("").ok());
+  CHECK(DecodeHeartbeat("").value().offline.empty());
+  CHECK(DecodeHeartbeat(body.substr(0, body.size() - 1)).status().IsCorruption());
+  CHECK(DecodeHeartbeat(body + "x").status().IsCorruption());
+  std::string huge = body.substr(0, 16) + std::string("\x7f\xff\xff\xff", 4);
+  CHECK(DecodeHeartbeat(huge).status().IsCorruption());
 }
