@@ -38,7 +38,7 @@ def main():
         skip("kcat is not installed (apt-get install kcat)")
     shim = os.environ.get("SILT_EIO_SHIM")
     if not shim or not os.path.exists(shim):
-        fail("SILT_EIO_SHIM must point to the built silt_eio_shim.so")
+        skip("SILT_EIO_SHIM does not name the built silt_eio_shim.so (not built under sanitizers)")
     c = Cluster(3)
     triggers = {}
     for n in c.nodes.values():
