@@ -164,6 +164,12 @@ auto Partition::AppendingThread(Fn&& fn) {
   return r;
 }
 
+namespace {
+std::atomic<bool> g_any_offline{false};
+}  // namespace
+
+bool Partition::AnyEverOffline() { return g_any_offline.load(std::memory_order_relaxed); }
+
 Status Partition::TakeOfflineAfter(const Status& error) {
   // An fsync that should make appended batches durable failed (after which the kernel may have
   // dropped the dirty pages, so nothing written since the last good flush can be trusted), or
@@ -171,6 +177,7 @@ Status Partition::TakeOfflineAfter(const Status& error) {
   // serving until a restart, whose recovery rescans from the last good recovery point.
   if (offline_.exchange(true))
     return Status::IOError(name() + " is offline");
+  g_any_offline.store(true);
   LogError(name() + " is offline until restart: " + error.ToString());
   return Status::IOError(name() + " is offline after a failed write or flush: " +
                          error.message());

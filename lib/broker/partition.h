@@ -350,6 +350,9 @@ class Partition {
   // Takes the partition offline (once; logged once) after `error` from its log's flush or a
   // write the disk failed. Returns the IOError to answer with.
   Status TakeOfflineAfter(const Status& error);
+  // Whether any partition of this process has gone offline since it started (it never goes
+  // back): lets a scan for offline partitions be skipped in the usual case.
+  static bool AnyEverOffline();
   // Flushes the log when flush.ms has passed (periodic upkeep); retention. Internal to the
   // partition manager.
   Status MaybeFlush();

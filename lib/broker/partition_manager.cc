@@ -44,6 +44,7 @@ Result<std::shared_ptr<Partition>> PartitionManager::Get(const std::string& topi
     // in Kafka, and is not reopened (and logged again) for every request.
     slot->failed = Status::IOError(name + " is offline: " + opened.status().message());
     slot->has_failed.store(true);
+    any_failed_.store(true);
     LogError(slot->failed.message() +
              (opened.status().IsCorruption()
                   ? " (silt verify-crc --repair quarantines the damage; then restart)"
@@ -95,6 +96,8 @@ std::vector<std::shared_ptr<Partition>> PartitionManager::Opened() const {
 
 std::vector<std::pair<std::string, int32_t>> PartitionManager::Offline() const {
   std::vector<std::pair<std::string, int32_t>> out;
+  // Asked at every heartbeat: no scan of every partition while none has ever failed.
+  if (!any_failed_.load() && !Partition::AnyEverOffline()) return out;
   std::shared_lock<std::shared_mutex> lock(mu_);
   for (const auto& [k, s] : slots_)
     if (s->has_failed.load() || (s->partition && s->partition->offline()))

@@ -97,6 +97,7 @@ class PartitionManager {
   mutable std::shared_mutex mu_;  // guards slots_ and closed_
   std::unordered_map<Key, std::shared_ptr<Slot>, KeyHash, KeyEq> slots_;
   bool closed_ = false;
+  std::atomic<bool> any_failed_{false};  // some slot's log could not be opened
 };
 
 }  // namespace silt::broker
