@@ -140,6 +140,23 @@ TEST_CASE("an offset commit is answered once its __consumer_offsets batch is com
   (*part)->RecordFollowerLogEnd(follower, (*part)->log_end_offset());
   REQUIRE(c.Receive(&cr, 2, 3000) == 44);
   CHECK(fetched() == 4);
+
+  // An OffsetDelete while a commit is pending: the pending one must not bring the offset back
+  // once it is copied.
+  const Offset held = (*part)->log_end_offset();
+  c.Send(commit(5), 2, 45);
+  for (int i = 0; i < 300 && (*part)->log_end_offset() == held; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE((*part)->log_end_offset() > held);
+  protocol::OffsetDeleteRequest del;
+  del.group_id = "hw-group";
+  del.topics.push_back({"t", {{0}}});
+  protocol::OffsetDeleteResponse dr;
+  reader.Call(del, 0, &dr);
+  REQUIRE(dr.error_code == 0);
+  (*part)->RecordFollowerLogEnd(follower, (*part)->log_end_offset());
+  REQUIRE(c.Receive(&cr, 2, 3000) == 45);
+  CHECK(fetched() == -1);
 }
 
 TEST_CASE("a v0 group member joins, syncs, commits, and its offsets survive a restart") {

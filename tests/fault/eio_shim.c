@@ -23,9 +23,9 @@ static int should_fail(int fd) {
   return strstr(path, match) != NULL;
 }
 
-int fsync(int fd) {
-  static int (*real)(int) = NULL;
-  if (real == NULL) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+/* The call to the real function, or EIO. */
+static int call(const char* name, int fd) {
+  int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, name);
   if (should_fail(fd)) {
     errno = EIO;
     return -1;
@@ -33,12 +33,6 @@ int fsync(int fd) {
   return real(fd);
 }
 
-int fdatasync(int fd) {
-  static int (*real)(int) = NULL;
-  if (real == NULL) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-  if (should_fail(fd)) {
-    errno = EIO;
-    return -1;
-  }
-  return real(fd);
-}
+int fsync(int fd) { return call("fsync", fd); }
+
+int fdatasync(int fd) { return call("fdatasync", fd); }

@@ -45,6 +45,24 @@ std::vector<int64_t> Fill(const std::string& dir, int n, const LogConfig& cfg = 
   return sizes;
 }
 
+// Ten batches through a log, then a bit flipped inside the records of the third (its CRC
+// fails): the segment's path, its damaged bytes, and where the third batch starts.
+struct DamagedThird {
+  std::string path;
+  std::string data;
+  int64_t third = 0;
+};
+DamagedThird FillAndDamageThird(const TempDir& dir, const LogConfig& cfg) {
+  auto sizes = Fill(dir.path(), 10, cfg);
+  DamagedThird d;
+  d.path = dir / SegName(0, ".log");
+  d.data = Slurp(d.path);
+  d.third = sizes[0] + sizes[1];
+  d.data[static_cast<size_t>(d.third + 70)] ^= 0x10;
+  WriteBytes(d.path, d.data);
+  return d;
+}
+
 std::string ReadEverything(const PartitionLog& log) {
   auto r = log.Read(log.log_start_offset(), INT64_MAX, Offset(INT64_MAX));
   REQUIRE_MESSAGE(r.ok(), r.status().ToString());
@@ -169,12 +187,7 @@ TEST_CASE("a zero-filled tail after the last batch is a torn tail") {
 TEST_CASE("a bit flip below the recovery point is Corruption naming the file and the position") {
   TempDir dir;
   LogConfig cfg;
-  auto sizes = Fill(dir.path(), 10, cfg);
-  std::string path = dir / SegName(0, ".log");
-  std::string data = Slurp(path);
-  int64_t third = sizes[0] + sizes[1];  // position of the third batch
-  data[static_cast<size_t>(third + 70)] ^= 0x10;  // inside its records: the CRC catches it
-  WriteBytes(path, data);
+  auto [path, data, third] = FillAndDamageThird(dir, cfg);
   // Offsets 0..5 were fsynced: damage there is not what a crash leaves.
   auto log = Reopen(dir.path(), cfg, false, /*rp=*/6);
   REQUIRE(!log.ok());
@@ -194,12 +207,7 @@ TEST_CASE("a bit flip below the recovery point is Corruption naming the file and
 TEST_CASE("past the recovery point, recovery cuts at the first invalid batch and quarantines it") {
   TempDir dir;
   LogConfig cfg;
-  auto sizes = Fill(dir.path(), 10, cfg);
-  std::string path = dir / SegName(0, ".log");
-  std::string data = Slurp(path);
-  const int64_t third = sizes[0] + sizes[1];
-  data[static_cast<size_t>(third + 70)] ^= 0x10;
-  WriteBytes(path, data);
+  auto [path, data, third] = FillAndDamageThird(dir, cfg);
   for (int64_t rp : {int64_t{0}, int64_t{4}}) {  // below the batch or at its first offset
     CAPTURE(rp);
     WriteBytes(path, data);
@@ -231,12 +239,7 @@ TEST_CASE("past the recovery point, recovery cuts at the first invalid batch and
 TEST_CASE("a read-only open with stop_at_damage reads up to damage below the recovery point") {
   TempDir dir;
   LogConfig cfg;
-  auto sizes = Fill(dir.path(), 10, cfg);
-  std::string path = dir / SegName(0, ".log");
-  std::string data = Slurp(path);
-  const int64_t third = sizes[0] + sizes[1];
-  data[static_cast<size_t>(third + 70)] ^= 0x10;
-  WriteBytes(path, data);
+  auto [path, data, third] = FillAndDamageThird(dir, cfg);
   PartitionLog::OpenOptions o;
   o.read_only = true;
   o.stop_at_damage = true;
