@@ -330,11 +330,22 @@ Status Segment::CutTail(int64_t pos, int64_t file_size, bool zeros, LoadReport* 
   if (read_only_) return Status::OK();
   if (!zeros) {
     // The bytes go to their quarantine file (synced, with its directory entry) before the
-    // segment is cut: a crash in between leaves a copy, never a loss.
-    std::string tail;
-    SILT_TRY(log_->PRead(pos, static_cast<size_t>(file_size - pos), &tail));
+    // segment is cut: a crash in between leaves a copy, never a loss. A chunk at a time, as
+    // the cut may be most of a large segment.
     report->quarantine_path = log_path_ + "." + std::to_string(pos) + ".quarantined";
-    SILT_TRY(WriteFileAtomic(report->quarantine_path, tail));
+    const std::string tmp = report->quarantine_path + ".tmp";
+    {
+      SILT_ASSIGN_OR_RETURN(File out, File::Open(tmp, File::kCreate));
+      SILT_TRY(out.Truncate(0));
+      std::string chunk;
+      for (int64_t at = pos; at < file_size; at += kScanChunk) {
+        SILT_TRY(log_->PRead(at, static_cast<size_t>(std::min(kScanChunk, file_size - at)), &chunk));
+        SILT_TRY(out.PWrite(at - pos, chunk));
+      }
+      SILT_TRY(out.Sync());
+    }
+    SILT_TRY(RenameFile(tmp, report->quarantine_path));
+    SILT_TRY(SyncDir(dir_));
   }
   SILT_TRY(log_->Truncate(pos));
   log_unsynced_ = true;

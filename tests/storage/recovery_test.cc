@@ -788,3 +788,30 @@ TEST_CASE("a lost, emptied or torn leader-epoch checkpoint is rebuilt from the b
   CHECK(e[2].epoch == 9);
   CHECK(e[2].start_offset == Offset(90));
 }
+
+TEST_CASE("a leader epoch that goes backwards is damage: Corruption below the recovery point") {
+  TempDir dir;
+  BatchSpec s;
+  s.records = 2;
+  std::string data;
+  for (int32_t epoch : {1, 3, 2, 4}) {  // the third batch's epoch is below the second's
+    s.leader_epoch = epoch;
+    data += MakeBatch(s);
+    s.base_offset += 2;
+  }
+  const std::string path = dir / SegName(0, ".log");
+  WriteBytes(path, data);
+  const int64_t third = static_cast<int64_t>(2 * MakeBatch(s).size());
+  auto log = Reopen(dir.path(), LogConfig{}, false, /*rp=*/8);
+  REQUIRE(!log.ok());
+  CHECK(log.status().IsCorruption());
+  CHECK(log.status().message().find("position " + std::to_string(third)) != std::string::npos);
+  CHECK(log.status().message().find("partitionLeaderEpoch 2") != std::string::npos);
+  // Past the recovery point the same batch ends the log, its bytes kept in quarantine.
+  auto cut = Reopen(dir.path(), LogConfig{}, false, /*rp=*/0);
+  REQUIRE_MESSAGE(cut.ok(), cut.status().ToString());
+  CHECK((*cut)->log_end_offset() == Offset(4));
+  CHECK(Slurp(path + "." + std::to_string(third) + ".quarantined") ==
+        data.substr(static_cast<size_t>(third)));
+  CHECK(!PathExists(path + "." + std::to_string(third) + ".quarantined.tmp"));
+}
