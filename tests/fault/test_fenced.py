@@ -4,7 +4,7 @@ Three nodes, every peer link through the proxy. A node that is not the controlle
 peer link both ways while clients still reach it. Within its session timeout (plus margins) the
 other nodes' Metadata drop it from the brokers, and each partition it led moves: to another
 in-sync replica when the ISR has more than one member, else nowhere (leader -1,
-LEADER_NOT_AVAILABLE), with the leader epoch bumped either way. After healing it is unfenced and
+LEADER_NOT_AVAILABLE), with the leader epoch bumped either way. After healing it is unfenced, every ISR fills again and
 the leaderless partitions come back to it, with their records. Then the same for the controller:
 the two others elect a new controller, which fences the old one. At no time do two nodes name
 different leaders for one partition and leader epoch (every node's Metadata is sampled)."""
@@ -134,9 +134,14 @@ def fence_and_heal(c, victim, topics, before, what):
                         return False
                     if want[(t, p)][0] == "leaderless" and v["leader"] != victim:
                         return False
+                    # Every replica back in the ISR: the next round's expectations are taken
+                    # from this view, and an ISR still growing would let the controller elect
+                    # a replica that was not in the ISR sampled.
+                    if sorted(v["isr"]) != sorted(v["replicas"]):
+                        return False
         return True
     if not wait_until(back, FENCE_S + 5, step=0.2):
-        fail("node %d did not come back with its partitions within %d s: %s"
+        fail("node %d did not come back with its partitions and full ISRs within %d s: %s"
              % (victim, FENCE_S + 5, [(n.id, n.metadata(topics)) for n in c.nodes.values()]))
     after = {t: c.partitions(t) for t in topics}
     for (t, p), (kind, _) in want.items():
@@ -144,7 +149,7 @@ def fence_and_heal(c, victim, topics, before, what):
             fail("%s-%d came back to node %d without a new leader epoch: %s -> %s"
                  % (t, p, victim, before[t][p], after[t][p]))
     print("ok: node %d unfenced %.1f s after healing; its leaderless partitions came back to "
-          "it with new epochs" % (victim, time.time() - t1))
+          "it with new epochs, and every ISR is full again" % (victim, time.time() - t1))
     return after
 
 
