@@ -130,11 +130,14 @@ Status HandleMetadata(BrokerContext& ctx, std::shared_ptr<Request> req, Respond 
       }
       protocol::MetadataResponse::Topic t;
       t.name = want.name;
+      // Busy: an auto-creation under way in a cluster (answered at once; the client asks
+      // again), LEADER_NOT_AVAILABLE as Kafka answers while it creates the topic.
       t.error_code = info.status().IsNotFound()
                          ? Wire(caught_up ? ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
                                           : ErrorCode::LEADER_NOT_AVAILABLE)
-                         : Wire(protocol::ErrorCodeFromStatus(info.status()));
-      if (!info.status().IsNotFound()) {
+                     : info.status().IsBusy() ? Wire(ErrorCode::LEADER_NOT_AVAILABLE)
+                                              : Wire(protocol::ErrorCodeFromStatus(info.status()));
+      if (!info.status().IsNotFound() && !info.status().IsBusy()) {
         LogWarn("metadata for topic " + want.name + ": " + info.status().ToString());
       }
       resp.topics.push_back(std::move(t));

@@ -176,8 +176,11 @@ class MetadataStore {
   virtual void ChargeReplicaFetch(const std::string& topic, int64_t bytes) {}
 
   // GetTopic, creating the topic with num.partitions when it is missing and both the broker
-  // (auto.create.topics.enable) and the request allow it.
-  Result<TopicMetadata> GetOrCreateTopic(const std::string& name, bool allow_auto_create);
+  // (auto.create.topics.enable) and the request allow it. Called on io threads: a store whose
+  // creation waits on other nodes starts it in the background and answers Busy (the caller
+  // says LEADER_NOT_AVAILABLE, which clients retry).
+  virtual Result<TopicMetadata> GetOrCreateTopic(const std::string& name,
+                                                 bool allow_auto_create);
 
   // Called with a topic's name just before its deletion, so that whoever serves its
   // partitions lets go of them first. One listener; set before serving.

@@ -116,6 +116,12 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
                                              const std::map<std::string, std::string>& configs);
   static Status CheckRegistered(const MetadataImage& img,
                                 const std::vector<std::vector<NodeId>>& assignment);
+  // Proposes `records`, then waits (up to a broker session) until every unfenced broker has
+  // applied them, so that a client asking any broker after the answer sees the change. Past
+  // the wait the change stands and the answer is success all the same (a broker that far
+  // behind is about to be fenced); the wait is skipped on the member thread, which reconciles
+  // this node's own image and so cannot wait for it.
+  Result<RaftIndex> ProposeVisible(const std::vector<MetadataRecord>& records);
   Result<broker::TopicMetadata> CreateTopicWithAssignment(
       const std::string& name, const std::vector<std::vector<NodeId>>& assignment,
       const std::map<std::string, std::string>& configs) override;
@@ -151,8 +157,25 @@ class ImageStore final : public broker::MetadataStore, public broker::LogProvide
  protected:
   bool auto_create_topics() const override;
 
+ public:
+  // An auto-creation waits on the quorum and on every broker: the Metadata request that asks
+  // for it (on an io thread) starts it on the auto-create thread and is answered Busy at once.
+  // At most kMaxAutoCreates wait at a time; past that the request is answered Busy without one.
+  static constexpr size_t kMaxAutoCreates = 1000;
+  Result<broker::TopicMetadata> GetOrCreateTopic(const std::string& name,
+                                                 bool allow_auto_create) override;
+  // Joins the auto-create thread (the node is stopping: its proposals return).
+  void StopAutoCreate();
+
  private:
+  void AutoCreateLoop();
   ClusterNode::Impl* node_;
+  std::mutex create_mu_;
+  std::condition_variable create_cv_;
+  std::deque<std::string> create_queue_;
+  std::set<std::string> creating_;  // queued or being created
+  bool create_stopping_ = false;
+  std::thread creator_;
   std::mutex defaults_mu_;
   std::optional<storage::LogConfig> log_defaults_;  // nullopt: the static config's
   std::mutex local_mu_;  // creating a led topic's local directory
@@ -275,6 +298,24 @@ struct ClusterNode::Impl {
   std::atomic<int64_t> last_controller_contact_ms{MonotonicMs()};
   // The controller's next try at creating __consumer_offsets (member thread).
   Clock::time_point next_offsets_topic_try;
+  // The metadata index through which this node's image is applied and its replicas reconciled
+  // (set by the member loop after each Reconcile; reported with each heartbeat).
+  std::atomic<uint64_t> reconciled_index{0};
+  bool heartbeat_now = false;  // under mu: a newer reconciled index to report at once
+  // On the ready controller: each broker's reconciled index from its heartbeats, with the
+  // incarnation that reported it (a restarted broker starts from nothing again).
+  std::mutex applied_mu;
+  std::condition_variable applied_cv;
+  std::map<int32_t, std::pair<Uuid, RaftIndex>> broker_applied;
+  void NoteApplied(NodeId broker, const Uuid& incarnation, RaftIndex index);
+  // On the ready controller: waits up to `timeout_ms` for every unfenced broker of the image
+  // to have reconciled `index`; the brokers that have not, when the time is up (empty: all
+  // have).
+  std::vector<int32_t> WaitEveryBrokerApplied(RaftIndex index, int timeout_ms);
+  // The same from any node (asking the controller by a ForwardKind::kAwaitApplied when it is
+  // elsewhere): OK once every unfenced broker has reconciled `index`, Busy naming the reason
+  // when not within `timeout_ms`.
+  Status AwaitEveryBroker(RaftIndex index, int timeout_ms);
 
   std::shared_ptr<const MetadataImage> image() const { return sm.image(); }
   bool Stopping() {
@@ -531,6 +572,7 @@ void ClusterNode::Impl::ServePeer(NodeId sender, int fd) {
         r.message = body.status().message();
       } else if (quorum->IsReadyLeader()) {
         controller->ReportOffline(sender, body->incarnation, std::move(body->offline));
+        if (body->applied) NoteApplied(sender, body->incarnation, *body->applied);
         r.outcome = ProposeOutcome::kApplied;
         // What this controller's image holds now: the node counts the answer once its own
         // image has caught up with it.
@@ -559,6 +601,22 @@ void ClusterNode::Impl::ServePeer(NodeId sender, int fd) {
     } else if (req->kind == ForwardKind::kReadIndex) {
       // LocalReadIndex answers kNotLeader (with a hint) on any node but the ready controller.
       r = LocalReadIndex(options.read_barrier_timeout_ms);
+    } else if (req->kind == ForwardKind::kAwaitApplied) {
+      auto cmd = DecodeAwaitApplied(req->command);
+      if (!cmd.ok()) {
+        r.outcome = ProposeOutcome::kRejected;
+        r.message = cmd.status().message();
+      } else if (quorum->IsReadyLeader()) {
+        std::vector<int32_t> behind = WaitEveryBrokerApplied(cmd->first, cmd->second);
+        r.outcome = behind.empty() ? ProposeOutcome::kApplied : ProposeOutcome::kOutcomeUnknown;
+        r.index = cmd->first;
+        for (int32_t b : behind) {
+          r.message += (r.message.empty() ? "not applied by broker " : ", ") + std::to_string(b);
+        }
+      } else {
+        r.outcome = ProposeOutcome::kNotLeader;
+        r.leader_hint = quorum->leader();
+      }
     } else if (req->kind == ForwardKind::kFetchMetadata) {
       auto have = DecodeMetadataFetch(req->command);
       if (!have.ok()) {
@@ -600,6 +658,8 @@ void ClusterNode::Impl::MemberLoop() {
       image_changed = false;
       if (!serving) continue;
     }
+    // The index first: the image read after it is at least that new.
+    const RaftIndex img_index = quorum->applied_index();
     auto img = image();
     if (!img->cluster_id().empty() && img->cluster_id() != options.cluster_id) {
       Fatal(Status::InvalidArgument("this node's cluster id " + options.cluster_id +
@@ -654,11 +714,101 @@ void ClusterNode::Impl::MemberLoop() {
       // The broker follows leaderships (its group coordinator's partitions) from here.
       store.NotifyChange();
     }
+    if (registered && img_index.value() > reconciled_index.load()) {
+      reconciled_index.store(img_index.value());
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        heartbeat_now = true;
+      }
+      cv.notify_all();
+      std::lock_guard<std::mutex> lock(applied_mu);
+      applied_cv.notify_all();
+    }
   }
+}
+
+void ClusterNode::Impl::NoteApplied(NodeId broker, const Uuid& incarnation, RaftIndex index) {
+  std::lock_guard<std::mutex> lock(applied_mu);
+  auto& [inc, have] = broker_applied[broker.value()];
+  if (inc != incarnation || index > have) {
+    inc = incarnation;
+    have = index;
+    applied_cv.notify_all();
+  }
+}
+
+std::vector<int32_t> ClusterNode::Impl::WaitEveryBrokerApplied(RaftIndex index, int timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::unique_lock<std::mutex> lock(applied_mu);
+  bool pushed = false;
+  for (;;) {
+    // The image again each time: a broker fenced meanwhile is no longer waited for.
+    auto img = image();
+    std::vector<int32_t> behind;
+    for (const auto& [id, b] : img->brokers()) {
+      if (b.fenced) continue;
+      RaftIndex have(0);
+      if (id == options.node_id.value()) {
+        have = RaftIndex(reconciled_index.load());
+      } else if (auto it = broker_applied.find(id);
+                 it != broker_applied.end() && it->second.first == b.incarnation_id) {
+        have = it->second.second;
+      }
+      if (have < index) behind.push_back(id);
+    }
+    if (behind.empty() || Stopping()) return behind;
+    if (!pushed) {
+      // Raft followers learn a commit from the leader's next append, which an idle leader
+      // sends only at its heartbeat (100 ms and more): a barrier entry goes out to them now,
+      // carrying the commit index (its own outcome does not matter).
+      pushed = true;
+      lock.unlock();
+      quorum->ReadIndex([](ProposeResult) {});
+      lock.lock();
+      continue;
+    }
+    // Also woken by image changes (OnImageChanged), and at least every 100 ms.
+    if (Clock::now() >= deadline) return behind;
+    applied_cv.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
+  }
+}
+
+Status ClusterNode::Impl::AwaitEveryBroker(RaftIndex index, int timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto remaining = [&] {
+    return static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+  };
+  if (quorum->IsReadyLeader()) {
+    std::vector<int32_t> behind = WaitEveryBrokerApplied(index, timeout_ms);
+    if (behind.empty()) return Status::OK();
+    std::string who;
+    for (int32_t b : behind) who += (who.empty() ? "" : ", ") + std::to_string(b);
+    return Status::Busy("not applied by broker " + who + " within " + std::to_string(timeout_ms) +
+                        " ms");
+  }
+  std::optional<NodeId> leader = quorum->leader();
+  if (!leader) return Status::Busy("no controller is known");
+  std::optional<Voter> to = FindVoter(options.voters, *leader);
+  if (!to) return Status::Internal("the leader is not in the voter list");
+  // The controller answers by the timeout sent; the connection gets a margin past it.
+  const int wait_ms = std::max(0, remaining());
+  auto fr = ForwardPropose(*to, options.node_id,
+                           ForwardRequest{Uuid(), EncodeAwaitApplied(index, wait_ms),
+                                          ForwardKind::kAwaitApplied},
+                           wait_ms + 1000);
+  if (!fr.ok()) return fr.status();
+  if (fr->outcome == ProposeOutcome::kApplied) return Status::OK();
+  return Status::Busy(std::string(ProposeOutcomeName(fr->outcome)) +
+                      (fr->message.empty() ? "" : ": " + fr->message));
 }
 
 void ClusterNode::Impl::OnImageChanged() {
   read_barrier.Applied();
+  {
+    std::lock_guard<std::mutex> lock(applied_mu);
+    applied_cv.notify_all();
+  }
   std::lock_guard<std::mutex> lock(mu);
   image_changed = true;
   if (replicas) replicas->Wake();
@@ -677,12 +827,17 @@ void ClusterNode::Impl::HeartbeatLoop() {
       std::chrono::milliseconds(std::max(10, options.config.broker_heartbeat_interval_ms));
   std::deque<std::pair<int64_t, RaftIndex>> pending;  // (sent at, controller's applied index)
   auto due = Clock::now();
+  bool early = false;
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu);
       auto until = pending.empty() ? due : std::min(due, Clock::now() + std::chrono::milliseconds(5));
-      cv.wait_until(lock, until, [this] { return stopping; });
+      cv.wait_until(lock, until, [this] { return stopping || heartbeat_now; });
       if (stopping) return;
+      // A newer reconciled index goes to the controller at once, out of turn (an admin request
+      // may wait for it), without moving the next regular heartbeat.
+      early = heartbeat_now;
+      heartbeat_now = false;
     }
     const RaftIndex applied = quorum->applied_index();
     while (!pending.empty() && pending.front().second <= applied) {
@@ -690,7 +845,10 @@ void ClusterNode::Impl::HeartbeatLoop() {
       pending.pop_front();
     }
     const auto now = Clock::now();
-    if (now < due) continue;
+    if (now < due) {
+      if (early && is_registered.load() && !quorum->IsReadyLeader()) SendHeartbeat();
+      continue;
+    }
     // Woken a whole interval later than meant (the process was stopped, or starved): what this
     // thread knew before is stale. A controller does not count itself in touch in this round;
     // the quorum's own timers and messages run first (a Raft leader deposed meanwhile learns it
@@ -719,7 +877,8 @@ std::optional<RaftIndex> ClusterNode::Impl::SendHeartbeat() {
   // heartbeats through (the next ones wait meanwhile).
   const int timeout_ms = std::max({100, options.config.broker_heartbeat_interval_ms * 2,
                                    options.config.broker_session_timeout_ms / 2});
-  const std::string body = EncodeHeartbeat(incarnation, LocalOfflineReplicas());
+  const std::string body = EncodeHeartbeat(incarnation, LocalOfflineReplicas(),
+                                           RaftIndex(reconciled_index.load()));
   auto r = ForwardPropose(*to, options.node_id,
                           ForwardRequest{Uuid(), body, ForwardKind::kHeartbeat}, timeout_ms);
   if (!r.ok()) {
@@ -920,6 +1079,49 @@ bool ImageStore::CaughtUp() const { return node_->is_registered.load(); }
 
 bool ImageStore::auto_create_topics() const { return node_->options.config.auto_create_topics; }
 
+Result<broker::TopicMetadata> ImageStore::GetOrCreateTopic(const std::string& name,
+                                                           bool allow_auto_create) {
+  auto t = GetTopic(name);
+  if (t.ok() || !t.status().IsNotFound() || !allow_auto_create || !auto_create_topics()) return t;
+  std::lock_guard<std::mutex> lock(create_mu_);
+  if (create_stopping_) return Status::Busy("the node is shutting down");
+  if (creating_.size() < kMaxAutoCreates && creating_.insert(name).second) {
+    create_queue_.push_back(name);
+    if (!creator_.joinable()) creator_ = std::thread([this] { AutoCreateLoop(); });
+    create_cv_.notify_one();
+  }
+  return Status::Busy("topic '" + name + "' is being created");
+}
+
+void ImageStore::AutoCreateLoop() {
+  std::unique_lock<std::mutex> lock(create_mu_);
+  for (;;) {
+    create_cv_.wait(lock, [this] { return create_stopping_ || !create_queue_.empty(); });
+    if (create_stopping_) return;
+    std::string name = std::move(create_queue_.front());
+    create_queue_.pop_front();
+    lock.unlock();
+    auto created = CreateTopic(name, -1, {});
+    if (created.ok()) {
+      LogInfo("auto-created topic " + name + " with " +
+              std::to_string(created->partition_count) + " partition(s)");
+    } else if (created.status().code() != Status::Code::kAlreadyExists) {
+      LogWarn("auto-creating topic " + name + ": " + created.status().ToString());
+    }
+    lock.lock();
+    creating_.erase(name);
+  }
+}
+
+void ImageStore::StopAutoCreate() {
+  {
+    std::lock_guard<std::mutex> lock(create_mu_);
+    create_stopping_ = true;
+    create_cv_.notify_all();
+  }
+  if (creator_.joinable()) creator_.join();
+}
+
 std::vector<broker::TopicMetadata> ImageStore::ListTopics() {
   auto img = node_->image();
   std::map<std::string, broker::TopicMetadata> by_name;
@@ -996,7 +1198,7 @@ Result<broker::TopicMetadata> ImageStore::ProposeTopic(
   for (const auto& [k, v] : configs) {
     records.push_back(ConfigRecord{ConfigResource::kTopic, name, k, v});
   }
-  auto r = node_->Propose(records);
+  auto r = ProposeVisible(records);
   if (!r.ok()) {
     if (r.status().message().find("' exists") != std::string::npos) {
       return Status::AlreadyExists("topic '" + name + "' already exists");
@@ -1004,6 +1206,23 @@ Result<broker::TopicMetadata> ImageStore::ProposeTopic(
     return r.status();
   }
   return GetTopic(name);
+}
+
+Result<RaftIndex> ImageStore::ProposeVisible(const std::vector<MetadataRecord>& records) {
+  SILT_ASSIGN_OR_RETURN(RaftIndex index, node_->Propose(records));
+  if (std::this_thread::get_id() == node_->member.get_id()) return index;
+  const int64_t t0 = MonotonicMs();
+  Status s = node_->AwaitEveryBroker(
+      index, std::max(100, node_->options.config.broker_session_timeout_ms));
+  if (!s.ok()) {
+    LogWarn("metadata change " + std::to_string(index.value()) + " committed; answered before " +
+            "every broker applied it: " + s.ToString());
+  } else {
+    broker::LogDebug("metadata change " + std::to_string(index.value()) +
+                     " applied by every unfenced broker " + std::to_string(MonotonicMs() - t0) +
+                     " ms after its commit here");
+  }
+  return index;
 }
 
 // Each partition of a manual assignment names at least one replica, every one a registered
@@ -1026,7 +1245,7 @@ Status ImageStore::DeleteTopic(const std::string& name) {
   auto img = node_->image();
   const TopicImage* t = img->FindTopic(name);
   if (t == nullptr) return Status::NotFound("topic '" + name + "' does not exist");
-  SILT_TRY(node_->Propose({RemoveTopicRecord{t->id}}).status());
+  SILT_TRY(ProposeVisible({RemoveTopicRecord{t->id}}).status());
   LogInfo("deleted topic " + name + " from the cluster metadata");
   // This node's logs go now; the other nodes' when they see the image without it.
   NotifyDelete(name);
@@ -1074,7 +1293,7 @@ Status ImageStore::AddPartitionsWithAssignment(
     records.push_back(PartitionRecord{
         PartitionId(p), t->id, replicas, replicas, replicas[0], LeaderEpoch(0), 0});
   }
-  SILT_TRY(node_->Propose(records).status());
+  SILT_TRY(ProposeVisible(records).status());
   LogInfo("topic " + name + " now has " + std::to_string(new_total) +
           " partition(s) in the "
           "cluster metadata");
@@ -1131,7 +1350,7 @@ Status ImageStore::AlterTopicConfig(const std::string& name, const ConfigEdit& e
   SILT_TRY(edit(&next));
   SILT_TRY(CheckConfigs(LogDefaults(), next));
   if (validate_only || next == current) return Status::OK();
-  SILT_TRY(node_->Propose(ConfigChanges(ConfigResource::kTopic, name, current, next)).status());
+  SILT_TRY(ProposeVisible(ConfigChanges(ConfigResource::kTopic, name, current, next)).status());
   // This node's open logs take it now; the others' when they see the image.
   if (node_->local->GetTopic(name).ok()) {
     return node_->local->AlterTopicConfig(
@@ -1451,6 +1670,9 @@ Status ClusterNode::Start(broker::LocalMetadataStore* local, const broker::NodeI
     mo.node_id = s.options.node_id;
     mo.voters = s.options.voters;
     mo.state_machine = &s.notifying;
+    // The state machine's own call comes before the applied index moves: the member loop is
+    // woken again once it has, or it would note the image as reconciled one index short.
+    mo.on_applied = [raw_node] { raw_node->OnImageChanged(); };
     auto observer = MetadataObserver::Start(std::move(mo));
     if (!observer.ok()) return observer.status().WithContext("following the metadata quorum");
     s.quorum = std::move(observer).value();
@@ -1466,6 +1688,7 @@ Status ClusterNode::Start(broker::LocalMetadataStore* local, const broker::NodeI
   q.voters = s.options.voters;
   q.raft_dir = RaftDirectory(s.options.config.data_dir);
   q.state_machine = &s.notifying;
+  q.on_applied = [&s] { s.OnImageChanged(); };  // as for the observer above
   q.election_timeout_ms = s.options.election_timeout_ms;
   q.heartbeat_timeout_ms = s.options.heartbeat_timeout_ms;
   Impl* raw = &s;
@@ -1524,6 +1747,7 @@ void ClusterNode::Stop() {
   }
   if (s.member.joinable()) s.member.join();
   if (s.heartbeat.joinable()) s.heartbeat.join();
+  s.store.StopAutoCreate();
   // The replica manager's proposals see the node stopping and return.
   std::unique_ptr<ReplicaManager> replicas;
   {

@@ -117,9 +117,9 @@ std::string EncodeForwardResponse(const ProposeResult& r) {
 }
 
 std::string EncodeHeartbeat(const Uuid& incarnation,
-                            const std::set<std::pair<Uuid, int32_t>>& offline) {
+                            const std::set<std::pair<Uuid, int32_t>>& offline,
+                            RaftIndex applied) {
   std::string out;
-  if (offline.empty()) return out;
   ByteWriter w(&out);
   w.Raw(std::string_view(reinterpret_cast<const char*>(incarnation.bytes().data()), 16));
   w.I32(static_cast<int32_t>(offline.size()));
@@ -127,6 +127,7 @@ std::string EncodeHeartbeat(const Uuid& incarnation,
     w.Raw(std::string_view(reinterpret_cast<const char*>(topic.bytes().data()), 16));
     w.I32(partition);
   }
+  w.I64(static_cast<int64_t>(applied.value()));
   return out;
 }
 
@@ -145,8 +146,31 @@ Result<HeartbeatBody> DecodeHeartbeat(std::string_view command) {
       return Status::Corruption("heartbeat: damaged offline replicas");
     out.offline.insert({topic, partition});
   }
-  if (!r.empty()) return Status::Corruption("heartbeat: bytes after the offline replicas");
+  if (r.empty()) return out;  // a node of before the applied index
+  int64_t applied = 0;
+  if (!r.I64(&applied) || applied < 0)
+    return Status::Corruption("heartbeat: damaged applied index");
+  out.applied = RaftIndex(static_cast<uint64_t>(applied));
+  if (!r.empty()) return Status::Corruption("heartbeat: bytes after the applied index");
   return out;
+}
+
+std::string EncodeAwaitApplied(RaftIndex index, int32_t timeout_ms) {
+  std::string out;
+  ByteWriter w(&out);
+  w.I64(static_cast<int64_t>(index.value()));
+  w.I32(timeout_ms);
+  return out;
+}
+
+Result<std::pair<RaftIndex, int32_t>> DecodeAwaitApplied(std::string_view command) {
+  ByteReader r(command);
+  int64_t index = 0;
+  int32_t timeout_ms = 0;
+  if (!r.I64(&index) || !r.I32(&timeout_ms) || !r.empty() || index < 0 || timeout_ms < 0)
+    return Status::Corruption("await applied: a command of " + std::to_string(command.size()) +
+                              " bytes, not an index and a timeout");
+  return std::make_pair(RaftIndex(static_cast<uint64_t>(index)), timeout_ms);
 }
 
 Result<ForwardRequest> DecodeForwardRequest(std::string_view body) {
@@ -159,7 +183,7 @@ Result<ForwardRequest> DecodeForwardRequest(std::string_view body) {
   ForwardRequest out;
   int8_t kind = 0;
   if (!r.I8(&kind)) return Status::Corruption("ForwardRequest: short header");
-  if (kind < 0 || kind > 4) return Status::Corruption("ForwardRequest: kind " + std::to_string(kind));
+  if (kind < 0 || kind > 5) return Status::Corruption("ForwardRequest: kind " + std::to_string(kind));
   out.kind = static_cast<ForwardKind>(kind);
   if (!GetUuid(r, &out.id)) return Status::Corruption("ForwardRequest: short request id");
   out.command = std::string(r.rest());

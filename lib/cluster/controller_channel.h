@@ -8,7 +8,8 @@
 //
 //   connection => Preamble("SILTPEER", sender)  then requests and responses, one at a time
 //   ForwardRequest  => length int32 (of the rest), version int16 (1), kind int8 (0 propose,
-//                      1 heartbeat, 2 shutdown, 3 fetch metadata, 4 read index), request_id
+//                      1 heartbeat, 2 shutdown, 3 fetch metadata, 4 read index, 5 await
+//                      applied), request_id
 //                      uuid, command bytes (the rest:
 //                      metadata_records.h's Command; empty for a heartbeat; for a shutdown
 //                      the sender's incarnation id, 16 bytes)
@@ -19,9 +20,18 @@
 //
 // A heartbeat tells the controller that the sending node (the preamble's sender) is alive; the
 // answer is kApplied from the ready controller, kNotLeader (with a hint) from any other node.
-// Its command is empty, or names the sender's replicas that are offline now (a failed disk;
-// Kafka's offline log directories), all of them each time:
-//   Heartbeat => incarnation uuid, count int32, [topic_id uuid, partition int32]
+// Its command names the sender's replicas that are offline now (a failed disk; Kafka's offline
+// log directories), all of them each time, and the metadata index through which the sender's
+// image is applied and its replicas reconciled (KRaft's CurrentMetadataOffset):
+//   Heartbeat => incarnation uuid, count int32, [topic_id uuid, partition int32], applied int64
+// (an empty command, or one without the applied index, comes from a node of an earlier version:
+// nothing offline, applied index unknown).
+// An await applied asks the ready controller to answer once every unfenced broker has reported
+// an applied index at or above the one given, or after the timeout given (both in the command:
+// index int64, timeout_ms int32): kApplied when they all have, kOutcomeUnknown naming those that
+// have not, kNotLeader (with a hint) from any other node. A node answers CreateTopics,
+// CreatePartitions and DeleteTopics only after it, so that a client asking any broker next sees
+// the change.
 // A shutdown (Kafka's BrokerHeartbeat with want_shut_down is the model) asks the controller to
 // move every leadership of the sender (of that incarnation) to other in-sync replicas and take
 // it out of the ISRs where it is not the last member (controller.h); the answer is kApplied
@@ -34,6 +44,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -57,6 +68,7 @@ enum class ForwardKind : int8_t {
   kShutdown = 2,
   kFetchMetadata = 3,
   kReadIndex = 4,
+  kAwaitApplied = 5,
 };
 
 struct ForwardRequest {
@@ -73,15 +85,20 @@ std::string EncodeForwardResponse(const ProposeResult& r);
 Result<ForwardRequest> DecodeForwardRequest(std::string_view body);
 Result<ProposeResult> DecodeForwardResponse(std::string_view body);
 
-// A heartbeat's command (above); "" when nothing is offline.
+// A heartbeat's command (above).
 std::string EncodeHeartbeat(const Uuid& incarnation,
-                            const std::set<std::pair<Uuid, int32_t>>& offline);
+                            const std::set<std::pair<Uuid, int32_t>>& offline, RaftIndex applied);
 struct HeartbeatBody {
   Uuid incarnation;
   std::set<std::pair<Uuid, int32_t>> offline;
+  std::optional<RaftIndex> applied;  // nullopt: a node that does not report it
 };
 // Corruption for damaged input; an empty command is an empty body.
 Result<HeartbeatBody> DecodeHeartbeat(std::string_view command);
+
+// An await applied's command (above): the index and the timeout.
+std::string EncodeAwaitApplied(RaftIndex index, int32_t timeout_ms);
+Result<std::pair<RaftIndex, int32_t>> DecodeAwaitApplied(std::string_view command);
 
 // Sends `r` to `to`'s peer address as node `self` and waits up to `timeout_ms` for the answer.
 // IOError when the controller cannot be reached or the connection fails (the outcome is then

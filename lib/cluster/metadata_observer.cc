@@ -94,6 +94,7 @@ struct MetadataObserver::Impl {
         return false;
       }
       applied = r->index.value();
+      if (o.on_applied) o.on_applied();
     }
     return true;
   }

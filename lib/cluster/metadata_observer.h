@@ -10,6 +10,7 @@
 // the controller as on any follower.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct MetadataObserverOptions {
   StateMachine* state_machine = nullptr;  // not owned; restored from each newer snapshot
   int poll_interval_ms = 100;             // between fetches once caught up
   int request_timeout_ms = 2000;
+  // Optional, run on the fetching thread after applied_index() moved (RaftQuorumOptions'
+  // on_applied); it must not block.
+  std::function<void()> on_applied;
 };
 
 class MetadataObserver final : public MetadataQuorum {

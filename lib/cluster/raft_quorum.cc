@@ -211,6 +211,7 @@ struct RaftQuorum::Impl {
     self->ApplyEntry(std::string_view(static_cast<const char*>(buf->base), buf->len));
     *result = nullptr;  // results travel in last_result: libraft drops this pointer on followers
     self->applied.store(self->r.last_applied + 1);
+    if (self->opts.on_applied) self->opts.on_applied();
     return 0;
   }
 
@@ -407,7 +408,8 @@ struct RaftQuorum::Impl {
     leader_id.store(static_cast<int32_t>(lid));
     term.store(r.current_term);
     committed.store(r.commit_index);
-    applied.store(raft_last_applied(&r));
+    const uint64_t was_applied = applied.exchange(raft_last_applied(&r));
+    if (was_applied != raft_last_applied(&r) && opts.on_applied) opts.on_applied();
     std::vector<VoterLogEnd> ends;
     const bool leading = raft_state(&r) == RAFT_LEADER && r.leader_state.progress != nullptr;
     for (unsigned i = 0; i < r.configuration.n; ++i) {

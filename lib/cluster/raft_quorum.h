@@ -37,6 +37,10 @@ struct RaftQuorumOptions {
   Executor executor;                                    // for completions (see metadata_quorum.h)
   std::function<void(LeadershipChange)> on_leadership;  // optional, run on the executor
   PeerConnectionHandler on_peer_connection;             // optional
+  // Optional, run on the loop thread each time applied_index() has moved (after the state
+  // machine's Apply or Restore returned, so that a reader woken by the state machine itself
+  // may have read the index too early): it must not block.
+  std::function<void()> on_applied;
 
   unsigned election_timeout_ms = 1000;
   unsigned heartbeat_timeout_ms = 100;

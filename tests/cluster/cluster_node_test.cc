@@ -70,8 +70,13 @@ TEST_CASE("a forwarded proposal and its answer round-trip through their encoding
   REQUIRE(bye_back.ok());
   CHECK(bye_back->kind == ForwardKind::kShutdown);
   CHECK(bye_back->command == bye.command);
+  std::string await_frame = EncodeForwardRequest(
+      ForwardRequest{Uuid(), EncodeAwaitApplied(RaftIndex(5), 100), ForwardKind::kAwaitApplied});
+  auto await_back = DecodeForwardRequest(std::string_view(await_frame).substr(4));
+  REQUIRE(await_back.ok());
+  CHECK(await_back->kind == ForwardKind::kAwaitApplied);
   std::string bad_kind = beat_frame.substr(4);
-  bad_kind[2] = 7;
+  bad_kind[2] = 6;
   CHECK(DecodeForwardRequest(bad_kind).status().code() == Status::Code::kCorruption);
 
   ProposeResult r;

@@ -447,19 +447,45 @@ TEST_CASE("a replica reported offline leaves its ISR and leadership; the broker'
   CHECK(P(img, 2).leader == NodeId(2));
 }
 
-TEST_CASE("a heartbeat carries the offline replicas, and a damaged one is refused") {
+TEST_CASE("a heartbeat carries the offline replicas and the applied index; a damaged one is "
+          "refused") {
   const Uuid inc = RandomUuid();
   std::set<std::pair<Uuid, int32_t>> offline = {{kTopic, 0}, {kTopic, 7}};
-  std::string body = EncodeHeartbeat(inc, offline);
+  std::string body = EncodeHeartbeat(inc, offline, RaftIndex(4242));
   auto back = DecodeHeartbeat(body);
   REQUIRE(back.ok());
   CHECK(back->incarnation == inc);
   CHECK(back->offline == offline);
-  CHECK(EncodeHeartbeat(inc, {}).empty());
+  REQUIRE(back->applied.has_value());
+  CHECK(*back->applied == RaftIndex(4242));
+  // Nothing offline: the incarnation and the index all the same.
+  auto none = DecodeHeartbeat(EncodeHeartbeat(inc, {}, RaftIndex(7)));
+  REQUIRE(none.ok());
+  CHECK(none->offline.empty());
+  CHECK(none->incarnation == inc);
+  CHECK(none->applied == std::optional<RaftIndex>(RaftIndex(7)));
+  // A node of an earlier version: an empty command, or no index after the offline replicas.
   REQUIRE(DecodeHeartbeat("").ok());
   CHECK(DecodeHeartbeat("").value().offline.empty());
+  CHECK(!DecodeHeartbeat("").value().applied.has_value());
+  auto older = DecodeHeartbeat(body.substr(0, body.size() - 8));
+  REQUIRE(older.ok());
+  CHECK(older->offline == offline);
+  CHECK(!older->applied.has_value());
   CHECK(DecodeHeartbeat(body.substr(0, body.size() - 1)).status().IsCorruption());
   CHECK(DecodeHeartbeat(body + "x").status().IsCorruption());
+  std::string negative = body.substr(0, body.size() - 8) + std::string(8, '\xff');
+  CHECK(DecodeHeartbeat(negative).status().IsCorruption());
   std::string huge = body.substr(0, 16) + std::string("\x7f\xff\xff\xff", 4);
   CHECK(DecodeHeartbeat(huge).status().IsCorruption());
+}
+
+TEST_CASE("an await-applied command carries an index and a timeout") {
+  auto back = DecodeAwaitApplied(EncodeAwaitApplied(RaftIndex(99), 1500));
+  REQUIRE(back.ok());
+  CHECK(back->first == RaftIndex(99));
+  CHECK(back->second == 1500);
+  CHECK(DecodeAwaitApplied("").status().IsCorruption());
+  CHECK(DecodeAwaitApplied(EncodeAwaitApplied(RaftIndex(1), 1) + "x").status().IsCorruption());
+  CHECK(DecodeAwaitApplied(EncodeAwaitApplied(RaftIndex(1), -1)).status().IsCorruption());
 }
