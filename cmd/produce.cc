@@ -121,7 +121,12 @@ void PumpInputs(client::Producer& p, const ProduceArgs& a,
   Progress progress(total_bytes);
   int64_t read_before = 0;
 
+  // Unless a record brings its own, its timestamp is the time its input was read: the clock is
+  // read once per read() of the input rather than once per line.
+  int64_t read_at = -1;
+  int64_t read_at_bytes = -1;
   for (auto& [name, fd] : inputs) {
+    read_at_bytes = -1;  // a new reader counts from 0 again
     struct stat st;
     const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     client::LineReader reader(fd, name, 1 << 20, max_line);
@@ -177,6 +182,13 @@ void PumpInputs(client::Producer& p, const ProduceArgs& a,
       }
       if (a.key_set) key = a.key;
       for (const auto& [hk, hv] : header_kv) headers.emplace_back(hk, hv);
+      if (ts < 0) {
+        if (reader.bytes_read() != read_at_bytes) {
+          read_at_bytes = reader.bytes_read();
+          read_at = NowMs().value();
+        }
+        ts = read_at;
+      }
       Status st = p.Send(key, value, headers, ts);
       if (!st.ok()) {
         failed = st;

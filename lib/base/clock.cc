@@ -1,5 +1,6 @@
 #include "base/clock.h"
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 
@@ -7,10 +8,12 @@ namespace silt {
 namespace {
 std::mutex g_mu;
 std::function<int64_t()> g_fake;
+// Read on every call: the real clock costs no lock (NowMs is called per produced record).
+std::atomic<bool> g_has_fake{false};
 }  // namespace
 
 TimestampMs NowMs() {
-  {
+  if (g_has_fake.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> l(g_mu);
     if (g_fake) return TimestampMs(g_fake());
   }
@@ -25,6 +28,7 @@ int64_t MonotonicMs() {
 
 void SetFakeClockForTesting(std::function<int64_t()> fn) {
   std::lock_guard<std::mutex> l(g_mu);
+  g_has_fake.store(fn != nullptr, std::memory_order_release);
   g_fake = std::move(fn);
 }
 

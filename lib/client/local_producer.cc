@@ -141,7 +141,7 @@ Status LocalProducer::SendBatch(int32_t partition) {
   partitioner_.OnBatchSent(partition);
   // The builder is reset by Finish and reused, keeping its buffer: a fresh one per batch
   // would grow (and fault in) that buffer all over again.
-  if (!options_.background) return AppendBatch(partition, s.log, s.builder.get());
+  if (!options_.background) return AppendBatch(partition, s.log, s.builder.get(), &s.batch);
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return jobs_.size() < kMaxQueued || !failed_.ok(); });
   if (!failed_.ok()) return failed_;
@@ -155,10 +155,10 @@ Status LocalProducer::SendBatch(int32_t partition) {
 }
 
 Status LocalProducer::AppendBatch(int32_t partition, storage::PartitionLog* log,
-                                  format::RecordBatchBuilder* builder) {
+                                  format::RecordBatchBuilder* builder, std::string* batch) {
   int count = builder->record_count();
-  SILT_ASSIGN_OR_RETURN(std::string batch, builder->Finish());
-  return AppendFinished(partition, log, &batch, count);
+  SILT_TRY(builder->FinishInto(batch));
+  return AppendFinished(partition, log, batch, count);
 }
 
 Status LocalProducer::AppendFinished(int32_t partition, storage::PartitionLog* log,
@@ -183,20 +183,25 @@ void LocalProducer::Work() {
     Job job = std::move(jobs_.front());
     jobs_.pop_front();
     ++working_;
+    std::string batch;
+    if (!spare_batches_.empty()) {
+      batch = std::move(spare_batches_.back());
+      spare_batches_.pop_back();
+    }
     cv_.notify_all();  // room in the queue
     lock.unlock();
     const int count = job.builder->record_count();
-    Result<std::string> batch = job.builder->Finish();
+    Status st = job.builder->FinishInto(&batch);
     lock.lock();
     cv_.wait(lock, [&] { return turn_ == job.seq; });
-    Status st = batch.status();
     if (st.ok() && failed_.ok()) {  // after a failure nothing more is appended
       lock.unlock();
-      st = AppendFinished(job.partition, job.log, &*batch, count);
+      st = AppendFinished(job.partition, job.log, &batch, count);
       lock.lock();
     }
     if (!st.ok() && failed_.ok()) failed_ = st;
     if (job.builder->empty()) spare_.push_back(std::move(job.builder));  // Finish reset it
+    if (spare_batches_.size() < 4) spare_batches_.push_back(std::move(batch));
     ++turn_;
     --working_;
     cv_.notify_all();

@@ -87,13 +87,14 @@ class LocalProducer final : public Producer {
     std::unique_ptr<format::RecordBatchBuilder> builder;
     size_t bytes = 0;  // upper bound of the builder's encoded size
     bool written = false;
+    std::string batch;  // the last batch written in the foreground: its buffer is reused
   };
   LocalProducer(storage::DataDir* dir, std::string topic, const ProducerOptions& options,
                 int32_t partitions, int64_t max_message_bytes);
   Status SendBatch(int32_t partition);
   // Finishes and appends one batch (on the caller's thread or the background one).
   Status AppendBatch(int32_t partition, storage::PartitionLog* log,
-                     format::RecordBatchBuilder* builder);
+                     format::RecordBatchBuilder* builder, std::string* batch);
   Status AppendFinished(int32_t partition, storage::PartitionLog* log, std::string* batch,
                         int count);
   // Background mode: a worker's loop, and waiting until everything queued is appended.
@@ -123,6 +124,7 @@ class LocalProducer final : public Producer {
   std::condition_variable cv_;
   std::deque<Job> jobs_;  // under mu_
   std::vector<std::unique_ptr<format::RecordBatchBuilder>> spare_;  // under mu_: for reuse
+  std::vector<std::string> spare_batches_;  // under mu_: written batches, kept for their buffers
   int working_ = 0;        // under mu_: jobs taken by workers and not yet done
   uint64_t next_seq_ = 0;  // under mu_
   uint64_t turn_ = 0;      // under mu_: the seq whose append is next

@@ -140,6 +140,12 @@ size_t RecordBatchBuilder::uncompressed_size() const {
 }
 
 Result<std::string> RecordBatchBuilder::Finish() {
+  std::string batch;
+  SILT_TRY(FinishInto(&batch));
+  return batch;
+}
+
+Status RecordBatchBuilder::FinishInto(std::string* out) {
   int16_t attributes = static_cast<int16_t>(options_.compression) & kCompressionMask;
   if (options_.log_append_time) attributes |= kTimestampTypeBit;
   if (options_.transactional) attributes |= kTransactionalBit;
@@ -166,15 +172,16 @@ Result<std::string> RecordBatchBuilder::Finish() {
   w.I32(0);                                                      // recordsCount (patched)
 
   constexpr size_t kMaxBatchLength = static_cast<size_t>(std::numeric_limits<int32_t>::max());
-  std::string batch;
+  std::string& batch = *out;
   if (options_.compression == Compression::kNone) {
     if (buffer_.size() - kLogOverhead > kMaxBatchLength)
       return Status::TooLarge("batch exceeds 2 GiB");
     // The records are already in place behind the header space.
     std::memcpy(buffer_.data(), header_.data(), kBatchHeaderSize);
-    batch = std::move(buffer_);
-    buffer_.clear();  // a moved-from string is valid but unspecified
+    batch.swap(buffer_);
+    buffer_.clear();  // the caller's old buffer, kept for its capacity
   } else {
+    batch.clear();
     batch.reserve(kBatchHeaderSize + records.size());  // the codec appends without regrowing
     batch.assign(header_);
     CompressOptions co;
@@ -195,7 +202,7 @@ Result<std::string> RecordBatchBuilder::Finish() {
   b.PatchI32(kRecordsCountOffset, count_);
   b.PatchU32(kCrcOffset, ComputeBatchCrc(batch));
   Reset();
-  return batch;
+  return Status::OK();
 }
 
 void RecordBatchBuilder::Reset() {
