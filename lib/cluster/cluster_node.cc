@@ -25,6 +25,7 @@
 #include "broker/partition_manager.h"
 #include "cluster/controller.h"
 #include "cluster/controller_channel.h"
+#include "cluster/listener_probe.h"
 #include "cluster/metadata_image.h"
 #include "cluster/node_directory.h"
 #include "cluster/metadata_observer.h"
@@ -341,6 +342,8 @@ struct ClusterNode::Impl {
   std::optional<RaftIndex> SendHeartbeat();
   void OnImageChanged();
   void CheckLiveness();
+  // The member loop's probes of silent brokers' listeners (CheckLiveness; listener_probe.h).
+  ListenerProbes probes;
   // This node's replicas that are offline (broker::PartitionManager::Offline), for the
   // controller: by topic id.
   std::set<std::pair<Uuid, int32_t>> LocalOfflineReplicas();
@@ -740,7 +743,6 @@ void ClusterNode::Impl::NoteApplied(NodeId broker, const Uuid& incarnation, Raft
 std::vector<int32_t> ClusterNode::Impl::WaitEveryBrokerApplied(RaftIndex index, int timeout_ms) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   std::unique_lock<std::mutex> lock(applied_mu);
-  bool pushed = false;
   for (;;) {
     // The image again each time: a broker fenced meanwhile is no longer waited for.
     auto img = image();
@@ -756,17 +758,9 @@ std::vector<int32_t> ClusterNode::Impl::WaitEveryBrokerApplied(RaftIndex index, 
       }
       if (have < index) behind.push_back(id);
     }
+    // The quorum pushes each commit to the Raft followers at once (RaftQuorum's PushCommit):
+    // the other voters apply it without waiting for the leader's heartbeat.
     if (behind.empty() || Stopping()) return behind;
-    if (!pushed) {
-      // Raft followers learn a commit from the leader's next append, which an idle leader
-      // sends only at its heartbeat (100 ms and more): a barrier entry goes out to them now,
-      // carrying the commit index (its own outcome does not matter).
-      pushed = true;
-      lock.unlock();
-      quorum->ReadIndex([](ProposeResult) {});
-      lock.lock();
-      continue;
-    }
     // Also woken by image changes (OnImageChanged), and at least every 100 ms.
     if (Clock::now() >= deadline) return behind;
     applied_cv.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
@@ -908,10 +902,34 @@ std::set<std::pair<Uuid, int32_t>> ClusterNode::Impl::LocalOfflineReplicas() {
 
 // On the ready controller: propose what the controller decides now (controller.h).
 void ClusterNode::Impl::CheckLiveness() {
-  if (!quorum->IsReadyLeader()) return;
+  if (!quorum->IsReadyLeader()) {
+    probes.CloseAll();
+    return;
+  }
   auto img = image();
-  ControllerDecision d =
-      controller->Decide(*img, quorum->term().value(), options.node_id, Clock::now());
+  // A broker silent for two heartbeat intervals has its client listener probed: a refused
+  // connection means its process is gone, and the decision below fences it at once instead
+  // of a whole session after its last heartbeat (Controller::Refused).
+  {
+    const auto now = Clock::now();
+    const auto silent_after =
+        std::chrono::milliseconds(std::max(100, 2 * options.config.broker_heartbeat_interval_ms));
+    for (int32_t id : controller->Silent(*img, options.node_id, now, silent_after)) {
+      auto b = img->brokers().find(id);
+      if (b != img->brokers().end())
+        probes.Start(id, b->second.host, b->second.port, now, silent_after);
+    }
+    // After starting: on loopback a refusal is known at once, and fenced in this decision.
+    probes.Poll(now, std::chrono::seconds(1), [&](int32_t id, Clock::time_point started) {
+      LogInfo("controller: broker " + std::to_string(id) +
+              " is silent and its listener refuses connections");
+      controller->Refused(NodeId(id), started);
+    });
+  }
+  std::optional<Controller::PreviousLeader> previous;
+  if (auto c = quorum->previous_leader_contact()) previous = Controller::PreviousLeader{c->leader, c->at};
+  ControllerDecision d = controller->Decide(*img, quorum->term().value(), options.node_id,
+                                            Clock::now(), previous);
   if (d.empty()) return;
   auto r = Propose(d.records);
   if (!r.ok()) {

@@ -127,6 +127,23 @@ void Controller::Heard(NodeId broker, Clock::time_point now) {
   last_heard_[broker.value()] = now;
 }
 
+std::vector<int32_t> Controller::Silent(const MetadataImage& img, NodeId self,
+                                        Clock::time_point now, Clock::duration after) const {
+  std::vector<int32_t> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, b] : img.brokers()) {
+    if (b.fenced || id == self.value()) continue;
+    auto it = last_heard_.find(id);
+    if (it != last_heard_.end() && now - it->second >= after) out.push_back(id);
+  }
+  return out;
+}
+
+void Controller::Refused(NodeId broker, Clock::time_point probe_started) {
+  std::lock_guard<std::mutex> lock(mu_);
+  refused_[broker.value()] = probe_started;
+}
+
 void Controller::WantShutDown(NodeId broker, const Uuid& incarnation) {
   std::lock_guard<std::mutex> lock(mu_);
   shutting_down_[broker.value()] = incarnation;
@@ -213,8 +230,9 @@ void Controller::CompleteReassignments(const MetadataImage& img,
 }
 
 ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, NodeId self,
-                                      Clock::time_point now) {
-  std::set<int32_t> dead, back, leaving;
+                                      Clock::time_point now,
+                                      std::optional<PreviousLeader> previous_leader) {
+  std::set<int32_t> dead, back, leaving, refused_dead;
   std::map<int32_t, std::set<ReplicaKey>> offline;  // reported offline replicas, by broker
   bool check_imbalance = false;
   {
@@ -222,6 +240,9 @@ ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, N
     if (term != term_) {
       term_ = term;
       last_heard_.clear();
+      refused_.clear();
+      if (previous_leader && previous_leader->id != self)
+        last_heard_[previous_leader->id.value()] = std::min(now, previous_leader->last_heard);
       next_imbalance_check_ = now + config_.imbalance_check_interval;
     }
     last_heard_[self.value()] = now;
@@ -239,6 +260,19 @@ ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, N
         // fenced one stays fenced until it is heard from.
         if (b.fenced) continue;
         it = last_heard_.emplace(id, now).first;
+      }
+      if (auto r = refused_.find(id); r != refused_.end()) {
+        // Refused with no heartbeat since the probe began: gone. Its last heartbeat is
+        // forgotten too, so that it stays fenced until it is heard from again (its session, by
+        // the clock alone, would not have run out). Either way the mark is used.
+        const bool gone = it->second < r->second && !b.fenced;
+        refused_.erase(r);
+        if (gone) {
+          refused_dead.insert(id);
+          dead.insert(id);
+          last_heard_.erase(it);
+          continue;
+        }
       }
       bool alive = now - it->second <= config_.session_timeout;
       if (!alive && !b.fenced) dead.insert(id);
@@ -271,8 +305,12 @@ ControllerDecision Controller::Decide(const MetadataImage& img, uint64_t term, N
   ControllerDecision out;
   for (int32_t id : dead) {
     out.records.push_back(FenceBrokerRecord{NodeId(id)});
-    out.notes.push_back("fenced broker " + std::to_string(id) + " (no heartbeat for " +
-                        std::to_string(config_.session_timeout.count()) + " ms)");
+    out.notes.push_back("fenced broker " + std::to_string(id) +
+                        (refused_dead.count(id)
+                             ? std::string(" (heartbeats stopped and its listener refuses "
+                                           "connections)")
+                             : " (no heartbeat for " +
+                                   std::to_string(config_.session_timeout.count()) + " ms)"));
   }
   for (int32_t id : back) {
     out.records.push_back(UnfenceBrokerRecord{NodeId(id)});

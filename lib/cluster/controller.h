@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -122,9 +123,30 @@ class Controller {
   // What the ready controller of Raft term `term` (this node, `self`) proposes now. A new term
   // starts the session of every unfenced broker afresh (a new controller gives everyone a full
   // session from its election; a fenced broker stays fenced until it is heard from) and the
-  // preferred-leader timer from now.
+  // preferred-leader timer from now. The exception is `previous_leader`, the controller this
+  // one took over from by election, when given: its session runs from the last time this node
+  // heard from it (as a Raft follower), not from the election, so that a controller that died
+  // is fenced a session after its death rather than a session after the election. (A previous
+  // controller alive but cut off cannot reach this one either; once it can, its heartbeats
+  // keep it, or bring it back, like any broker's.)
+  struct PreviousLeader {
+    NodeId id;
+    Clock::time_point last_heard;
+  };
   ControllerDecision Decide(const MetadataImage& img, uint64_t term, NodeId self,
-                            Clock::time_point now);
+                            Clock::time_point now,
+                            std::optional<PreviousLeader> previous_leader = std::nullopt);
+
+  // Fast fencing of a broker that died. The unfenced brokers (other than `self`) not heard
+  // from in the current term for `after` or longer: the caller probes their client listeners.
+  std::vector<int32_t> Silent(const MetadataImage& img, NodeId self, Clock::time_point now,
+                              Clock::duration after) const;
+  // A connection to `broker`'s listener, started at `probe_started`, was refused: nothing
+  // listens there any more, so the process is gone. Unless a heartbeat arrived after
+  // `probe_started`, the next decision fences it without waiting out its session (a broker
+  // that is merely slow or cut off keeps its full session: its listener answers, or nothing
+  // comes back at all).
+  void Refused(NodeId broker, Clock::time_point probe_started);
 
  private:
   // Elections and ISR removals for every partition under `can_lead`.
@@ -141,6 +163,7 @@ class Controller {
   const ControllerConfig config_;
   mutable std::mutex mu_;
   std::map<int32_t, Clock::time_point> last_heard_;
+  std::map<int32_t, Clock::time_point> refused_;  // broker -> start of the refused probe
   std::map<int32_t, Uuid> shutting_down_;  // broker -> the incarnation that asked
   // broker -> (the incarnation that reported, its offline replicas)
   std::map<int32_t, std::pair<Uuid, std::set<ReplicaKey>>> offline_;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -122,6 +123,14 @@ class MetadataQuorum {
     RaftIndex log_end;
   };
   virtual std::vector<VoterLogEnd> voter_log_ends() const { return {}; }
+  // The last leader this node followed in an earlier term, and when a message from it last
+  // reached this node (steady clock): a new controller's evidence of when the old one was
+  // last alive. nullopt when unknown (or not tracked).
+  struct LeaderContact {
+    NodeId leader;
+    std::chrono::steady_clock::time_point at;
+  };
+  virtual std::optional<LeaderContact> previous_leader_contact() const { return std::nullopt; }
 
   // Stops the quorum: pending proposals complete (kOutcomeUnknown or kShutdown), the thread is
   // joined. Idempotent. The destructor calls it.

@@ -34,6 +34,7 @@ extern "C" {
 #include <cstring>
 #include <deque>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -98,6 +99,10 @@ struct RaftQuorum::Impl {
   bool raft_started = false;
   bool stopping_loop = false;
   raft_term barrier_term = 0;  // term whose barrier has been proposed
+  // The commit push (PushCommit): an entry was applied on the leader since the last push went
+  // out, and whether a push barrier is in the log and not yet committed.
+  bool push_wanted = false;
+  bool push_in_flight = false;
   raft_term ready_term = 0;    // term whose barrier has been applied while leading
   std::string last_result;     // result of the entry applied last (read by its apply callback)
   RaftIndex last_entry_index;
@@ -115,6 +120,12 @@ struct RaftQuorum::Impl {
   std::atomic<bool> ready{false};
   mutable std::mutex log_ends_mu;
   std::vector<VoterLogEnd> log_ends;  // guarded by log_ends_mu; see voter_log_ends()
+  // When a message from each peer last arrived (loop thread), the leader this node last
+  // followed, and what previous_leader_contact() returns (under log_ends_mu), set as this node
+  // becomes leader.
+  std::map<raft_id, std::chrono::steady_clock::time_point> last_from;
+  raft_id followed = 0;
+  std::optional<LeaderContact> previous_contact;
 
   void Post(std::function<void()> f) {
     if (opts.executor) {
@@ -212,6 +223,7 @@ struct RaftQuorum::Impl {
     *result = nullptr;  // results travel in last_result: libraft drops this pointer on followers
     self->applied.store(self->r.last_applied + 1);
     if (self->opts.on_applied) self->opts.on_applied();
+    self->push_wanted = true;  // AfterEvent pushes the commit on if this node leads
     return 0;
   }
 
@@ -405,6 +417,17 @@ struct RaftQuorum::Impl {
     raft_id lid = 0;
     const char* laddr = nullptr;
     raft_leader(&r, &lid, &laddr);
+    if (raft_state(&r) == RAFT_FOLLOWER && lid != 0 && lid != r.id) followed = lid;
+    if (raft_state(&r) == RAFT_LEADER && static_cast<int32_t>(lid) != leader_id.load() &&
+        followed != 0) {
+      // Just won an election: remember when the leader before us was last heard from.
+      auto it = last_from.find(followed);
+      std::lock_guard<std::mutex> lock(log_ends_mu);
+      previous_contact.reset();
+      if (it != last_from.end())
+        previous_contact = LeaderContact{NodeId(static_cast<int32_t>(followed)), it->second};
+      followed = 0;  // a later win has a previous leader only if this node follows one again
+    }
     leader_id.store(static_cast<int32_t>(lid));
     term.store(r.current_term);
     committed.store(r.commit_index);
@@ -461,10 +484,41 @@ struct RaftQuorum::Impl {
     }
   }
 
+  // Raft followers learn that an entry committed from the leader's next AppendEntries, which
+  // an idle libraft leader sends at its heartbeat only (heartbeat_timeout_ms): every broker
+  // would apply a metadata change (a fenced broker, a new leader) up to that much after the
+  // controller. After the leader applies entries it appends a barrier, whose AppendEntries
+  // carries the new commit index to every follower at once. One push at a time: entries
+  // applied while one is in flight get the next. Barriers are not applied, so they never ask
+  // for a push themselves.
+  struct PushReq {
+    struct raft_barrier req {};
+    Impl* self = nullptr;
+  };
+  static void PushDone(struct raft_barrier* req, int) {
+    auto* p = static_cast<PushReq*>(req->data);
+    p->self->push_in_flight = false;
+    delete p;
+  }
+  void PushCommit() {
+    if (!push_wanted || push_in_flight) return;
+    push_wanted = false;
+    if (stopping_loop || raft_state(&r) != RAFT_LEADER || ready_term != r.current_term) return;
+    auto* p = new PushReq;
+    p->self = this;
+    p->req.data = p;
+    if (raft_barrier(&r, &p->req, PushDone) == 0) {
+      push_in_flight = true;
+    } else {
+      delete p;
+    }
+  }
+
   void AfterEvent() {
     if (!raft_started) return;
     Publish();
     MaybeBarrier();
+    PushCommit();
   }
 
   // libraft hands its tick and receive callbacks to the I/O layer in io->start; these wrap
@@ -483,6 +537,7 @@ struct RaftQuorum::Impl {
   }
   static void RecvThenBarrier(raft_io* io, raft_message* m) {
     Impl* self = FromIo(io);
+    self->last_from[m->server_id] = std::chrono::steady_clock::now();
     self->raft_recv(io, m);
     self->AfterEvent();
   }
@@ -759,6 +814,11 @@ std::optional<NodeId> RaftQuorum::leader() const {
   return NodeId(l);
 }
 bool RaftQuorum::IsReadyLeader() const { return impl_->ready.load(); }
+std::optional<MetadataQuorum::LeaderContact> RaftQuorum::previous_leader_contact() const {
+  std::lock_guard<std::mutex> lock(impl_->log_ends_mu);
+  return impl_->previous_contact;
+}
+
 std::vector<MetadataQuorum::VoterLogEnd> RaftQuorum::voter_log_ends() const {
   std::lock_guard<std::mutex> lock(impl_->log_ends_mu);
   return impl_->log_ends;

@@ -76,6 +76,7 @@ class RaftQuorum final : public MetadataQuorum {
   std::optional<NodeId> leader() const override;
   bool IsReadyLeader() const override;
   std::vector<VoterLogEnd> voter_log_ends() const override;
+  std::optional<LeaderContact> previous_leader_contact() const override;
   void Stop() override;
 
   struct Impl;

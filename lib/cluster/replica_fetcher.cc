@@ -8,6 +8,9 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "broker/logging.h"
@@ -67,6 +70,7 @@ struct Entry {
   FetchState state = FetchState::kTruncating;
   int64_t delayed_until_ms = 0;  // MonotonicMs; 0: not delayed
   uint64_t generation = 0;       // bumped on every Add: answers to older requests are dropped
+  int quick_retries = 0;         // retries after a leader behind on metadata (see Delay)
 };
 
 }  // namespace
@@ -74,10 +78,14 @@ struct Entry {
 class FetcherThread {
  public:
   FetcherThread(NodeId self, NodeId leader, std::optional<Voter> to, ReplicaFetchConfig config)
-      : self_(self), leader_(leader), to_(std::move(to)), config_(config) {
+      : self_(self), leader_(leader), to_(std::move(to)), config_(config),
+        wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
     thread_ = std::thread([this] { Run(); });
   }
-  ~FetcherThread() { Stop(); }
+  ~FetcherThread() {
+    Stop();
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+  }
 
   void Add(LeaderEpoch epoch, std::shared_ptr<broker::Partition> p, uint64_t generation) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -87,7 +95,8 @@ class FetcherThread {
     e.state = FetchState::kTruncating;
     e.delayed_until_ms = 0;
     e.generation = generation;
-    cv_.notify_all();
+    e.quick_retries = 0;
+    Kick();
   }
   // Under mu_: the fetcher appends only under it, so once this returns it appends no more.
   bool Remove(const Key& k) {
@@ -102,7 +111,7 @@ class FetcherThread {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
-      cv_.notify_all();
+      Kick();
     }
     if (thread_.joinable()) thread_.join();
   }
@@ -117,10 +126,36 @@ class FetcherThread {
     std::lock_guard<std::mutex> lock(mu_);
     return stopping_;
   }
+  // Wakes the thread (mu_ held): out of Sleep, and out of a fetch waiting at the leader (a
+  // partition just added, often one this node must now follow after a failover, would
+  // otherwise wait for that long poll, up to replica.fetch.wait.max.ms, and then the backoff).
+  void Kick() {
+    kicked_ = true;
+    cv_.notify_all();
+    if (wake_fd_ >= 0) {
+      uint64_t one = 1;
+      ssize_t n = ::write(wake_fd_, &one, sizeof one);
+      (void)n;  // a full counter is already a wake-up
+    }
+  }
+  // Takes the pending wake-up, if any (at the start of a round, before picking its entries).
+  void Unkick() {
+    std::lock_guard<std::mutex> lock(mu_);
+    kicked_ = false;
+    uint64_t v;
+    if (wake_fd_ >= 0) {
+      ssize_t n = ::read(wake_fd_, &v, sizeof v);
+      (void)n;  // EAGAIN: nothing was pending
+    }
+  }
+  bool Kicked() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kicked_ || stopping_;
+  }
   // Waits up to `ms`, returning early when stopping or when an entry is added.
   void Sleep(int64_t ms) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping_; });
+    cv_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping_ || kicked_; });
   }
   std::vector<Snap> Ready(FetchState state) {
     std::vector<Snap> out;
@@ -141,13 +176,48 @@ class FetcherThread {
     return &it->second;
   }
   void Delay(Entry* e) { e->delayed_until_ms = MonotonicMs() + config_.fetch_backoff_ms; }
+  // After an error: a leader that does not know our leader epoch yet, or does not lead yet,
+  // has most likely not applied the change this node already has (a failover reaches the
+  // brokers a few milliseconds apart): asked again soon, a few times, before the backoff.
+  void Delay(Entry* e, ErrorCode error) {
+    constexpr int kQuickRetries = 8;
+    constexpr int64_t kQuickRetryMs = 25;
+    if ((error == ErrorCode::UNKNOWN_LEADER_EPOCH || error == ErrorCode::NOT_LEADER_OR_FOLLOWER) &&
+        e->quick_retries < kQuickRetries) {
+      ++e->quick_retries;
+      e->delayed_until_ms = MonotonicMs() + kQuickRetryMs;
+      return;
+    }
+    Delay(e);
+  }
+  // How long the thread may sleep when nothing is ready: to the first delayed entry's time,
+  // at most `cap` ms.
+  int64_t IdleMs(int64_t cap) {
+    const int64_t now = MonotonicMs();
+    std::lock_guard<std::mutex> lock(mu_);
+    int64_t ms = cap;
+    for (const auto& [k, e] : entries_)
+      if (e.delayed_until_ms != 0) ms = std::min(ms, std::max<int64_t>(1, e.delayed_until_ms - now));
+    return ms;
+  }
 
-  // Waits for the next answer without blocking Stop() for longer than a tick.
-  Status Await(int32_t id, std::string* body, int64_t deadline_ms) {
+  // Waits for the next answer; Stop() cuts the wait short, and so does an Add when
+  // `abandon_on_add` (a fetch long-polling at the leader: the caller then reconnects and asks
+  // again with the new partition in the request).
+  Status Await(int32_t id, std::string* body, int64_t deadline_ms, bool abandon_on_add = false) {
     for (;;) {
       if (Stopping()) return Status::Busy("stopping");
-      if (conn_->Readable(100)) break;
-      if (MonotonicMs() > deadline_ms) return Status::IOError("no answer from the leader in time");
+      if (abandon_on_add && Kicked()) {
+        abandoned_ = true;
+        return Status::Busy("a partition was added: the fetch is sent again");
+      }
+      const int64_t left = deadline_ms - MonotonicMs();
+      if (left < 0) return Status::IOError("no answer from the leader in time");
+      // Without the wake-up descriptor (it stays readable until the next round drains it),
+      // in ticks, so that Stop() is seen.
+      if (conn_->Readable(static_cast<int>(std::min<int64_t>(left + 1, abandon_on_add ? 1000 : 100)),
+                          abandon_on_add ? wake_fd_ : -1))
+        break;
     }
     int32_t got = 0;
     for (;;) {
@@ -166,12 +236,15 @@ class FetcherThread {
   const NodeId leader_;
   const std::optional<Voter> to_;
   const ReplicaFetchConfig config_;
+  const int wake_fd_;  // an eventfd: Kick() makes it readable, Unkick() drains it
   std::unique_ptr<net::Connection> conn_;
   int64_t last_connect_warning_ms_ = 0;
+  bool abandoned_ = false;  // the last round's fetch was cut short by Kick (thread-only)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  bool kicked_ = false;  // an entry was added (or Stop) since the round began
   std::map<Key, Entry> entries_;
   std::thread thread_;
 };
@@ -202,6 +275,7 @@ bool FetcherThread::Connect() {
 
 void FetcherThread::Run() {
   while (!Stopping()) {
+    Unkick();
     std::vector<Snap> truncating = Ready(FetchState::kTruncating);
     std::vector<Snap> fetching = Ready(FetchState::kFetching);
     if (truncating.empty() && fetching.empty()) {
@@ -211,7 +285,7 @@ void FetcherThread::Run() {
         idle = entries_.empty();
       }
       if (idle) conn_.reset();  // nothing followed from this node any more
-      Sleep(50);
+      Sleep(IdleMs(50));
       continue;
     }
     if (!Connect()) {
@@ -223,6 +297,12 @@ void FetcherThread::Run() {
     if (s.ok() && !fetching.empty()) s = FetchRound(fetching);
     if (!s.ok()) {
       if (Stopping()) break;
+      if (abandoned_) {
+        // The leader may still answer the fetch cut short: a new connection, at once.
+        abandoned_ = false;
+        conn_.reset();
+        continue;
+      }
       LogDebug("replica fetcher for node " + std::to_string(leader_.value()) + ": " +
                s.ToString());
       conn_.reset();
@@ -297,7 +377,7 @@ Status FetcherThread::TruncationRound(const std::vector<Snap>& batch) {
     if (answer.error != ErrorCode::NONE) {
       LogDebug(e->p->name() + ": OffsetForLeaderEpoch from node " +
                std::to_string(leader_.value()) + ": " + protocol::ErrorName(answer.error));
-      Delay(e);
+      Delay(e, answer.error);
       continue;
     }
     Truncate(e, answer, e->p->name());
@@ -336,7 +416,10 @@ Status FetcherThread::FetchRound(const std::vector<Snap>& batch) {
   SILT_ASSIGN_OR_RETURN(int16_t version, conn_->RequireVersion(protocol::ApiKey::kFetch));
   protocol::FetchRequest req;
   req.replica_id = self_.value();
-  req.max_wait_ms = config_.fetch_wait_max_ms;
+  // The leader holds an idle fetch up to max_wait_ms; an entry waiting to be retried (a
+  // truncation asked of a leader not yet leading, just after a failover) must not wait that
+  // long behind it.
+  req.max_wait_ms = static_cast<int32_t>(IdleMs(config_.fetch_wait_max_ms));
   req.min_bytes = 1;
   req.max_bytes = config_.fetch_response_max_bytes;
   req.isolation_level = 0;
@@ -356,8 +439,8 @@ Status FetcherThread::FetchRound(const std::vector<Snap>& batch) {
   }
   SILT_ASSIGN_OR_RETURN(int32_t id, conn_->Send(req, version));
   std::string body;
-  SILT_TRY(Await(id, &body,
-                 MonotonicMs() + config_.fetch_wait_max_ms + config_.socket_timeout_ms));
+  SILT_TRY(Await(id, &body, MonotonicMs() + config_.fetch_wait_max_ms + config_.socket_timeout_ms,
+                 /*abandon_on_add=*/true));
   {
     // Looked up once per fetcher thread (one thread per leader), not per fetch.
     thread_local int32_t counted_leader = -1;
@@ -412,9 +495,10 @@ Status FetcherThread::FetchRound(const std::vector<Snap>& batch) {
         default:
           LogDebug(e->p->name() + ": fetch from node " + std::to_string(leader_.value()) + ": " +
                    protocol::ErrorName(error));
-          Delay(e);
+          Delay(e, error);
           continue;
       }
+      e->quick_retries = 0;
       if (fp.records.bytes && !fp.records.bytes->empty()) {
         auto appended = e->p->AppendAsFollower(*fp.records.bytes);
         if (!appended.ok()) {

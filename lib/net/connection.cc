@@ -259,11 +259,12 @@ Status Connection::WriteRaw(std::string_view bytes) {
   return Status::OK();
 }
 
-bool Connection::Readable(int wait_ms) const {
+bool Connection::Readable(int wait_ms, int wake_fd) const {
   if (fd_ < 0) return true;
-  pollfd p{fd_, POLLIN, 0};
-  int n = ::poll(&p, 1, wait_ms);
-  return n != 0;
+  pollfd p[2] = {{fd_, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+  int n = ::poll(p, wake_fd >= 0 ? 2 : 1, wait_ms);
+  if (n < 0) return errno != EINTR;  // a failed poll: let the read report the error
+  return p[0].revents != 0;
 }
 
 Status Connection::ReadFull(char* p, size_t n, int64_t deadline) {

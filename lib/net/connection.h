@@ -101,8 +101,10 @@ class Connection {
     return Status::OK();
   }
 
-  // True when an answer (or EOF) can be read without blocking, waiting up to `wait_ms`.
-  bool Readable(int wait_ms) const;
+  // True when an answer (or EOF) can be read without blocking, waiting up to `wait_ms`. With
+  // `wake_fd` >= 0, also returns (false) as soon as that descriptor is readable (an eventfd a
+  // caller signals to cut the wait short).
+  bool Readable(int wait_ms, int wake_fd = -1) const;
 
   // Outstanding requests (sent, answer not yet read).
   size_t in_flight() const { return pending_.size(); }

@@ -239,6 +239,73 @@ TEST_CASE("a new controller gives every unfenced broker a full session from its 
   CHECK(P(img, 0).leader == NodeId(3));
 }
 
+TEST_CASE("a new controller runs the session of the controller it replaced from its last message") {
+  MetadataImage img = Cluster(3, {{N({2, 3}), N({2, 3}), 2}});
+  Controller c(Config());
+  auto t0 = Clock::now();
+  // Node 1 wins term 2 at t0 + 1 s; broker 2 led term 1 and was last heard from at t0.
+  Controller::PreviousLeader prev{NodeId(2), t0};
+  CHECK(c.Decide(img, 2, NodeId(1), t0 + 1s, prev).empty());
+  c.Heard(NodeId(3), t0 + 2s);
+  // A session after its last message, not after the election (which would be t0 + 4 s).
+  ControllerDecision d = c.Decide(img, 2, NodeId(1), t0 + 3100ms, prev);
+  img = Apply(img, d.records);
+  CHECK(img.brokers().at(2).fenced);
+  CHECK_FALSE(img.brokers().at(3).fenced);
+  CHECK(P(img, 0).leader == NodeId(3));
+
+  // The seed is for the new term only: a later decision in the term does not reapply it, and a
+  // heartbeat keeps the previous controller like any broker.
+  MetadataImage img2 = Cluster(3, {{N({2, 3}), N({2, 3}), 2}});
+  Controller c2(Config());
+  CHECK(c2.Decide(img2, 2, NodeId(1), t0 + 1s, prev).empty());
+  c2.Heard(NodeId(2), t0 + 1500ms);
+  c2.Heard(NodeId(3), t0 + 1500ms);
+  CHECK(c2.Decide(img2, 2, NodeId(1), t0 + 3100ms, prev).empty());
+}
+
+TEST_CASE("a silent broker whose listener refuses connections is fenced before its session ends") {
+  MetadataImage img = Cluster(3, {{N({2, 3}), N({2, 3}), 2}});
+  Controller c(Config());
+  auto t0 = Clock::now();
+  Beat(c, {2, 3}, t0);
+  img = Step(c, img, t0);
+  Beat(c, {3}, t0 + 500ms);
+  // Silent for 600 ms: broker 2 is one to probe, broker 3 (heard 100 ms ago) and the
+  // controller itself are not.
+  auto silent = c.Silent(img, NodeId(1), t0 + 600ms, 500ms);
+  CHECK(silent == std::vector<int32_t>{2});
+  // Refused with no heartbeat since the probe began: fenced now, 2.4 s before its session ends.
+  c.Refused(NodeId(2), t0 + 600ms);
+  ControllerDecision d;
+  img = Step(c, img, t0 + 700ms, &d);
+  CHECK(img.brokers().at(2).fenced);
+  CHECK(P(img, 0).leader == NodeId(3));
+  REQUIRE_FALSE(d.notes.empty());
+  CHECK(d.notes[0].find("refuses connections") != std::string::npos);
+  // A fenced broker is not probed, and it is not unfenced by the clock: its last heartbeat
+  // (700 ms ago, well inside a session) no longer counts, only a new one does.
+  CHECK(c.Silent(img, NodeId(1), t0 + 800ms, 500ms).empty());
+  img = Step(c, img, t0 + 900ms);
+  CHECK(img.brokers().at(2).fenced);
+  Beat(c, {2, 3}, t0 + 1s);
+  img = Step(c, img, t0 + 1100ms);
+  CHECK_FALSE(img.brokers().at(2).fenced);
+
+  // A heartbeat after the probe began wins over the refusal (a restarted broker, say).
+  MetadataImage img2 = Cluster(3, {{N({2, 3}), N({2, 3}), 2}});
+  Controller c2(Config());
+  Beat(c2, {2, 3}, t0);
+  img2 = Step(c2, img2, t0);
+  c2.Refused(NodeId(2), t0 + 600ms);
+  Beat(c2, {2, 3}, t0 + 650ms);
+  img2 = Step(c2, img2, t0 + 700ms);
+  CHECK_FALSE(img2.brokers().at(2).fenced);
+  // ...and the refusal is spent: later silence gets the full session again.
+  img2 = Step(c2, img2, t0 + 3000ms);
+  CHECK_FALSE(img2.brokers().at(2).fenced);
+}
+
 TEST_CASE("a broker that registers again after a restart is not fenced for its old silence") {
   MetadataImage img = Cluster(3, {{N({2, 3}), N({2, 3}), 2}});
   Controller c(Config());

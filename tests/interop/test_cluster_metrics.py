@@ -3,16 +3,19 @@
 While every replica is in sync, /metrics on every node says 0 under-replicated partitions, the
 leader exports each follower's lag, the followers count their replica fetches and the controller
 reports no offline partition (__consumer_offsets has one replica per partition here). A follower
-killed with SIGKILL, with records written after it, leaves the ISR by its leader's shrink
-(replica.lag.time.max.ms, shorter than the broker session): the leader's
-silt_under_replicated_partitions goes to 1, silt_isr_shrinks_total moves, `silt cluster` and
-`silt topic describe -b` mark the partition under-replicated, and the controller counts the
-dead node's __consumer_offsets partitions offline. Restarted on its data dir, the follower
+paused with SIGSTOP, with records written after it, leaves the ISR by its leader's shrink
+(replica.lag.time.max.ms, shorter than the broker session; a paused node's listener still
+accepts, so the controller does not fence it early): the leader's
+silt_under_replicated_partitions goes to 1 and silt_isr_shrinks_total moves. Killed then
+(SIGKILL), it is fenced: `silt cluster` and `silt topic describe -b` mark the partition
+under-replicated, and the controller counts the dead node's __consumer_offsets partitions
+offline. Restarted on its data dir, the follower
 catches up and rejoins: under-replicated and offline back to 0, silt_isr_expands_total moves."""
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -134,7 +137,7 @@ def main():
                                            "--format", "json").stdout)
     alone = sum(1 for t in internal["topics"] if t["topic"] == "__consumer_offsets"
                 for q in t["partitions"] if q["replicas"] == [victim.id])
-    victim.kill9()
+    os.kill(victim.proc.pid, signal.SIGSTOP)
     survivors = [n for n in everyone if n is not victim]
     # Kafka's rule keeps a silent follower at the leader's log end in sync: records written
     # after the kill put it behind, so that the leader drops it after replica.lag.time.max.ms.
@@ -142,11 +145,12 @@ def main():
     CLUSTER.wait_for("under-replicated 1 after node %d was killed" % victim.id,
                      lambda: total("silt_under_replicated_partitions", survivors) == 1,
                      seconds=30)
+    if scrape(leader).get("silt_isr_shrinks_total", 0) <= shrinks0:
+        fail("silt_isr_shrinks_total did not move on the leader")
+    victim.kill9()  # SIGKILL ends a stopped process too
     # Its only-replica __consumer_offsets partitions lose their leader once it is fenced.
     CLUSTER.wait_for("%d offline partition(s) at the controller" % alone,
                      lambda: total("silt_offline_partitions", survivors) == alone, seconds=30)
-    if scrape(leader).get("silt_isr_shrinks_total", 0) <= shrinks0:
-        fail("silt_isr_shrinks_total did not move on the leader")
     p = partition_view(leader)
     if not p["under_replicated"] or victim.id in p["isr"]:
         fail("silt cluster does not mark the partition under-replicated: %s" % p)
