@@ -241,15 +241,22 @@ int16_t GroupCoordinator::OwnershipError(const std::string& group) {
   return 0;
 }
 
+void GroupCoordinator::AnswerSync(Member& m, const protocol::SyncGroupResponse& r) {
+  if (!m.awaiting_sync) return;
+  calls_.push_back([cb = std::move(m.awaiting_sync), r] { cb(r); });
+  m.awaiting_sync = nullptr;
+}
+
+void GroupCoordinator::AnswerSync(Member& m, int16_t error) {
+  protocol::SyncGroupResponse r;
+  r.error_code = error;
+  AnswerSync(m, r);
+}
+
 void GroupCoordinator::AnswerWaiting(Group& g, int16_t error) {
   for (Member& m : g.members) {
     if (m.awaiting_join) AnswerJoin(g, m, error);
-    if (m.awaiting_sync) {
-      protocol::SyncGroupResponse r;
-      r.error_code = error;
-      calls_.push_back([cb = std::move(m.awaiting_sync), r] { cb(r); });
-      m.awaiting_sync = nullptr;
-    }
+    AnswerSync(m, error);
   }
 }
 
@@ -572,11 +579,7 @@ void GroupCoordinator::RemoveMember(Group& g, const std::string& member_id,
   if (it == g.members.end()) return;
   LogInfo("group " + g.id + ": removing member " + member_id + " (" + reason + ")");
   if (it->awaiting_join) AnswerJoin(g, *it, Err(ErrorCode::UNKNOWN_MEMBER_ID));
-  if (it->awaiting_sync) {
-    protocol::SyncGroupResponse r;
-    r.error_code = Err(ErrorCode::UNKNOWN_MEMBER_ID);
-    calls_.push_back([cb = std::move(it->awaiting_sync), r] { cb(r); });
-  }
+  AnswerSync(*it, Err(ErrorCode::UNKNOWN_MEMBER_ID));
   if (it->instance_id) {
     auto s = g.static_members.find(*it->instance_id);
     if (s != g.static_members.end() && s->second == member_id) g.static_members.erase(s);
@@ -601,12 +604,7 @@ void GroupCoordinator::PrepareRebalance(Group& g, const std::string& reason) {
     // Assignments of the generation that never finished are void: followers rejoin.
     for (Member& m : g.members) {
       m.assignment.clear();
-      if (m.awaiting_sync) {
-        protocol::SyncGroupResponse r;
-        r.error_code = Err(ErrorCode::REBALANCE_IN_PROGRESS);
-        calls_.push_back([cb = std::move(m.awaiting_sync), r] { cb(r); });
-        m.awaiting_sync = nullptr;
-      }
+      AnswerSync(m, Err(ErrorCode::REBALANCE_IN_PROGRESS));
     }
   }
   int64_t now = Now();
@@ -752,12 +750,7 @@ void GroupCoordinator::JoinLocked(const protocol::JoinGroupRequest& req, int16_t
         std::string old_id = m.id;
         std::string new_id = NewMemberId(client.client_id);
         if (m.awaiting_join) AnswerJoin(g, m, Err(ErrorCode::FENCED_INSTANCE_ID));
-        if (m.awaiting_sync) {
-          protocol::SyncGroupResponse sr;
-          sr.error_code = Err(ErrorCode::FENCED_INSTANCE_ID);
-          calls_.push_back([cb = std::move(m.awaiting_sync), sr] { cb(sr); });
-          m.awaiting_sync = nullptr;
-        }
+        AnswerSync(m, Err(ErrorCode::FENCED_INSTANCE_ID));
         m.id = new_id;
         m.client_id = client.client_id;
         m.client_host = client.client_host;
@@ -924,11 +917,7 @@ void GroupCoordinator::SyncGroup(const protocol::SyncGroupRequest& req, int16_t 
       return answer(0, m->assignment);
     case State::kCompletingRebalance: {
       m->heartbeat_deadline = Now() + m->session_timeout_ms;
-      if (m->awaiting_sync) {
-        protocol::SyncGroupResponse r;
-        r.error_code = Err(ErrorCode::REBALANCE_IN_PROGRESS);
-        calls_.push_back([cb = std::move(m->awaiting_sync), r] { cb(r); });
-      }
+      AnswerSync(*m, Err(ErrorCode::REBALANCE_IN_PROGRESS));  // an earlier SyncGroup of its own
       m->awaiting_sync = std::move(done);
       if (m->id != g->leader) return;
       for (Member& o : g->members) {
@@ -953,8 +942,7 @@ void GroupCoordinator::SyncGroup(const protocol::SyncGroupRequest& req, int16_t 
           r.assignment = o.assignment;
           NameProtocol(*g, &r);
         }
-        calls_.push_back([cb = std::move(o.awaiting_sync), r] { cb(r); });
-        o.awaiting_sync = nullptr;
+        AnswerSync(o, r);
         o.heartbeat_deadline = now + o.session_timeout_ms;
       }
       if (error != 0) {

@@ -210,6 +210,10 @@ class GroupCoordinator {
   void CompleteJoin(Group& g);
   void RemoveMember(Group& g, const std::string& member_id, const std::string& reason);
   void AnswerJoin(Group& g, Member& m, int16_t error);
+  // Answers `m`'s waiting SyncGroup, if any, with `r` (after the lock is released, like every
+  // answer), and clears it. The second form answers with an error alone.
+  void AnswerSync(Member& m, const protocol::SyncGroupResponse& r);
+  void AnswerSync(Member& m, int16_t error);
   static void NameProtocol(const Group& g, protocol::SyncGroupResponse* r);
   Status StoreGroup(Group& g);
   void ApplyStoredRecord(std::string_view key, std::optional<std::string_view> value);

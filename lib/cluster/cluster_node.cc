@@ -323,6 +323,18 @@ struct ClusterNode::Impl {
     std::lock_guard<std::mutex> lock(mu);
     return stopping;
   }
+  // Waits up to `ms` for `done`, checked under applied_mu each time the image changes (the
+  // applied index moved: OnImageChanged), at Stop, and at the end: the waits between attempts
+  // of Propose and ReadIndex, which return as soon as what they wait for (a leader, a new one,
+  // this node's image catching up) has happened rather than after a fixed sleep. True when
+  // `done` holds. Lock order: applied_mu before mu (Stopping).
+  template <class Pred>
+  bool WaitImage(int ms, Pred done) {
+    std::unique_lock<std::mutex> lock(applied_mu);
+    applied_cv.wait_for(lock, std::chrono::milliseconds(std::max(0, ms)),
+                        [&] { return done() || Stopping(); });
+    return done();
+  }
 
   ProposeResult LocalPropose(const RequestId& id, std::string command, int timeout_ms);
   ProposeResult LocalReadIndex(int timeout_ms);
@@ -401,8 +413,9 @@ Result<RaftIndex> ClusterNode::Impl::ReadIndex(int timeout_ms) {
   while (remaining() > 0) {
     if (Stopping()) return Status::Busy("the node is shutting down");
     std::optional<NodeId> leader = quorum->leader();
+    auto leader_changed = [&] { return quorum->leader() != leader; };
     if (!leader) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20, remaining())));
+      WaitImage(std::min(20, remaining()), leader_changed);
       continue;
     }
     ProposeResult r;
@@ -415,7 +428,7 @@ Result<RaftIndex> ClusterNode::Impl::ReadIndex(int timeout_ms) {
                                ForwardRequest{Uuid(), "", ForwardKind::kReadIndex}, remaining());
       if (!fr.ok()) {
         last = fr.status().ToString();
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, remaining())));
+        WaitImage(std::min(50, remaining()), leader_changed);
         continue;
       }
       r = std::move(fr).value();
@@ -424,7 +437,7 @@ Result<RaftIndex> ClusterNode::Impl::ReadIndex(int timeout_ms) {
     last = std::string(ProposeOutcomeName(r.outcome)) +
            (r.message.empty() ? "" : ": " + r.message);
     if (r.outcome == ProposeOutcome::kShutdown) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20, remaining())));
+    WaitImage(std::min(20, remaining()), leader_changed);
   }
   return Status::Busy("no read index from the controller within " + std::to_string(timeout_ms) +
                       " ms (" + last + ")");
@@ -443,9 +456,10 @@ Result<RaftIndex> ClusterNode::Impl::Propose(const RequestId& id,
   while (remaining() > 0) {
     if (Stopping()) return Status::Busy("the node is shutting down");
     std::optional<NodeId> leader = quorum->leader();
+    auto leader_changed = [&] { return quorum->leader() != leader; };
     ProposeResult r;
     if (!leader) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      WaitImage(std::min(50, remaining()), leader_changed);
       continue;
     }
     int attempt_ms = std::min(remaining(), 3000);
@@ -457,7 +471,7 @@ Result<RaftIndex> ClusterNode::Impl::Propose(const RequestId& id,
       auto fr = ForwardPropose(*to, options.node_id, ForwardRequest{id, command}, attempt_ms);
       if (!fr.ok()) {
         last = fr.status().ToString();
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        WaitImage(std::min(100, remaining()), leader_changed);
         continue;
       }
       r = std::move(fr).value();
@@ -466,12 +480,8 @@ Result<RaftIndex> ClusterNode::Impl::Propose(const RequestId& id,
       case ProposeOutcome::kApplied: {
         SILT_TRY(DecodeApplyResult(r.result));
         // Applied on the controller; wait for this node's image to include it.
-        while (quorum->applied_index() < r.index) {
-          if (remaining() <= 0 || Stopping()) {
-            return Status::Busy("committed, but this node has not applied it yet");
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        }
+        if (!WaitImage(remaining(), [&] { return quorum->applied_index() >= r.index; }))
+          return Status::Busy("committed, but this node has not applied it yet");
         return r.index;
       }
       case ProposeOutcome::kRejected:
@@ -481,7 +491,7 @@ Result<RaftIndex> ClusterNode::Impl::Propose(const RequestId& id,
       case ProposeOutcome::kShutdown:
         last = std::string(ProposeOutcomeName(r.outcome)) +
                (r.message.empty() ? "" : ": " + r.message);
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        WaitImage(std::min(50, remaining()), leader_changed);
         continue;
     }
   }
@@ -1000,7 +1010,12 @@ void ClusterNode::Impl::ControlledShutdown() {
                 " ms)");
         return;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      // Until the image moves (the controller's change arriving), at most to the next ask.
+      const auto seen = quorum->applied_index();
+      WaitImage(static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     next - Clock::now())
+                                     .count()),
+                [&] { return quorum->applied_index() != seen; });
     }
   }
   LogWarn("controlled shutdown: still leading " + std::to_string(leading()) +
@@ -1436,7 +1451,9 @@ Status ProposePartitionChange(ClusterNode::Impl* node, const std::string& topic,
     if (last.ok() || last.message().find("INVALID_UPDATE_VERSION") == std::string::npos) {
       return last;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // The partition moved on in the controller's image: decide again once ours has too.
+    const auto seen = node->quorum->applied_index();
+    node->WaitImage(100, [&] { return node->quorum->applied_index() != seen; });
   }
   return last;
 }
@@ -1762,6 +1779,10 @@ void ClusterNode::Stop() {
     s.stopped = true;
     s.stopping = true;
     s.cv.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.applied_mu);  // out of WaitImage
+    s.applied_cv.notify_all();
   }
   if (s.member.joinable()) s.member.join();
   if (s.heartbeat.joinable()) s.heartbeat.join();

@@ -122,6 +122,10 @@ struct ReplicaManager::Impl {
     bool in_flight = false;   // an AlterPartition is being proposed
     int64_t retry_after_ms = 0;
     std::map<int32_t, int64_t> left_isr_ms;  // followers seen leaving the ISR, and when
+    // A role change that failed (the epoch's checkpoint could not be written, say) is tried
+    // again at this time, with a backoff doubling from 100 ms to 5 s per failure in a row.
+    int64_t role_retry_ms = 0;
+    int role_failures = 0;
   };
   struct Proposal {
     Key key;
@@ -157,6 +161,12 @@ struct ReplicaManager::Impl {
   void Propose();
   void TakeOutcomes();
   void Reconcile();
+  // Reconcile's two cases for one replica: a new role (or leader, or leader epoch) to take, and
+  // a change within the epoch (ISR, replicas) to follow.
+  void ChangeRole(Applied& a, const std::shared_ptr<broker::Partition>& p, Role want,
+                  const std::string& topic, int32_t pid, const PartitionImage& part);
+  void FollowWithinEpoch(Applied& a, const std::shared_ptr<broker::Partition>& p, Role want,
+                         const PartitionImage& part);
   void CheckIsr();
 };
 
@@ -261,80 +271,11 @@ void ReplicaManager::Impl::Reconcile() {
       bool fresh = a.p != p || a.role != want || a.epoch != part.leader_epoch ||
                    a.leader != part.leader;
       if (fresh) {
-        Status s;
-        switch (want) {
-          case Role::kLeader:
-            fetchers.Remove(t.name, PartitionId(pid));
-            s = p->BecomeLeader(part.leader_epoch, part.partition_epoch, part.replicas, part.isr);
-            if (part.leader_epoch.value() > 0) {
-              auto prev = p->EndOffsetForEpoch(LeaderEpoch(part.leader_epoch.value() - 1));
-              a.epoch_start = prev.ok() ? prev->end_offset : p->log_start_offset();
-            } else {
-              a.epoch_start = p->log_start_offset();
-            }
-            a.in_flight = false;
-            break;
-          case Role::kFollower:
-            s = p->BecomeFollower(part.leader_epoch, part.partition_epoch, part.leader);
-            if (s.ok()) fetchers.Add(part.leader, part.leader_epoch, p);
-            break;
-          case Role::kNone:
-          case Role::kUnset:
-            fetchers.Remove(t.name, PartitionId(pid));
-            s = p->BecomeFollower(part.leader_epoch, part.partition_epoch, NodeId(-1));
-            break;
-        }
-        const char* what = want == Role::kLeader     ? "leader"
-                           : want == Role::kFollower ? "follower"
-                                                     : "without a leader";
-        if (!s.ok()) {
-          LogWarn(p->name() + ": becoming " + what + ": " + s.ToString());
-        } else {
-          LogInfo(p->name() + ": " + what + " at leader epoch " +
-                  std::to_string(part.leader_epoch.value()) +
-                  (want == Role::kFollower ? " of node " + std::to_string(part.leader.value())
-                                           : std::string()) +
-                  ", ISR " + Nodes(part.isr));
-        }
-        a.p = p;
-        a.role = want;
-        a.leader = part.leader;
-        a.epoch = part.leader_epoch;
-        a.partition_epoch = part.partition_epoch;
-        a.replicas = part.replicas;
-        a.isr = part.isr;
+        if (now >= a.role_retry_ms || a.epoch != part.leader_epoch || a.leader != part.leader)
+          ChangeRole(a, p, want, t.name, pid, part);
         continue;
       }
-      if (part.partition_epoch != a.partition_epoch || part.isr != a.isr ||
-          part.replicas != a.replicas) {
-        // The state moved within the epoch (an ISR change, ours or the controller's; or a
-        // reassignment's new replicas, which the leader must know to serve their fetches).
-        const bool replicas_moved = part.replicas != a.replicas;
-        if (want == Role::kLeader && !a.in_flight) {
-          if (replicas_moved) {
-            Status s = p->BecomeLeader(part.leader_epoch, part.partition_epoch, part.replicas,
-                                       part.isr);
-            if (!s.ok()) LogWarn(p->name() + ": new replicas " + Nodes(part.replicas) + ": " +
-                                 s.ToString());
-          } else {
-            p->SetIsr(part.isr);
-          }
-        } else if (want == Role::kLeader && replicas_moved) {
-          continue;  // taken up once the ISR change in flight is answered
-        }
-        if (part.isr != a.isr) {
-          const int64_t changed_ms = MonotonicMs();
-          for (NodeId n : a.isr) {
-            if (std::find(part.isr.begin(), part.isr.end(), n) == part.isr.end())
-              a.left_isr_ms[n.value()] = changed_ms;
-          }
-          LogInfo(p->name() + ": ISR " + Nodes(a.isr) + " -> " + Nodes(part.isr) +
-                  " (partition epoch " + std::to_string(part.partition_epoch) + ")");
-        }
-        a.partition_epoch = part.partition_epoch;
-        a.isr = part.isr;
-        a.replicas = part.replicas;
-      }
+      FollowWithinEpoch(a, p, want, part);
     }
   }
   for (auto it = applied.begin(); it != applied.end();) {
@@ -345,6 +286,102 @@ void ReplicaManager::Impl::Reconcile() {
     fetchers.Remove(it->first.first, PartitionId(it->first.second));
     it = applied.erase(it);
   }
+}
+
+void ReplicaManager::Impl::ChangeRole(Applied& a, const std::shared_ptr<broker::Partition>& p,
+                                      Role want, const std::string& topic, int32_t pid,
+                                      const PartitionImage& part) {
+  Status s;
+  switch (want) {
+    case Role::kLeader:
+      fetchers.Remove(topic, PartitionId(pid));
+      s = p->BecomeLeader(part.leader_epoch, part.partition_epoch, part.replicas, part.isr);
+      if (part.leader_epoch.value() > 0) {
+        auto prev = p->EndOffsetForEpoch(LeaderEpoch(part.leader_epoch.value() - 1));
+        a.epoch_start = prev.ok() ? prev->end_offset : p->log_start_offset();
+      } else {
+        a.epoch_start = p->log_start_offset();
+      }
+      a.in_flight = false;
+      break;
+    case Role::kFollower:
+      s = p->BecomeFollower(part.leader_epoch, part.partition_epoch, part.leader);
+      if (s.ok()) fetchers.Add(part.leader, part.leader_epoch, p);
+      break;
+    case Role::kNone:
+    case Role::kUnset:
+      fetchers.Remove(topic, PartitionId(pid));
+      s = p->BecomeFollower(part.leader_epoch, part.partition_epoch, NodeId(-1));
+      break;
+  }
+  const char* what = want == Role::kLeader     ? "leader"
+                     : want == Role::kFollower ? "follower"
+                                               : "without a leader";
+  if (!s.ok()) {
+    // Not recorded as taken: the next pass tries again, after the backoff. (Recording it would
+    // leave a follower out of the ISR, or a leader not leading, until the next leader epoch.)
+    a.role_failures = std::min(a.role_failures + 1, 16);
+    const int64_t backoff = std::min<int64_t>(5000, int64_t{100} << std::min(a.role_failures - 1, 6));
+    a.role_retry_ms = MonotonicMs() + backoff;
+    a.p = p;
+    a.role = Role::kUnset;
+    a.leader = part.leader;  // the target that failed: a different one is tried at once
+    a.epoch = part.leader_epoch;
+    LogWarn(p->name() + ": becoming " + what + ": " + s.ToString() + " (trying again in " +
+            std::to_string(backoff) + " ms)");
+    return;
+  }
+  if (a.role_failures > 0) {
+    LogInfo(p->name() + ": became " + what + " after " + std::to_string(a.role_failures) +
+            " failed attempt(s)");
+  }
+  a.role_failures = 0;
+  a.role_retry_ms = 0;
+  LogInfo(p->name() + ": " + what + " at leader epoch " +
+          std::to_string(part.leader_epoch.value()) +
+          (want == Role::kFollower ? " of node " + std::to_string(part.leader.value())
+                                   : std::string()) +
+          ", ISR " + Nodes(part.isr));
+  a.p = p;
+  a.role = want;
+  a.leader = part.leader;
+  a.epoch = part.leader_epoch;
+  a.partition_epoch = part.partition_epoch;
+  a.replicas = part.replicas;
+  a.isr = part.isr;
+}
+
+void ReplicaManager::Impl::FollowWithinEpoch(Applied& a, const std::shared_ptr<broker::Partition>& p,
+                                             Role want, const PartitionImage& part) {
+  if (part.partition_epoch == a.partition_epoch && part.isr == a.isr &&
+      part.replicas == a.replicas)
+    return;
+  // The state moved within the epoch (an ISR change, ours or the controller's; or a
+  // reassignment's new replicas, which the leader must know to serve their fetches).
+  const bool replicas_moved = part.replicas != a.replicas;
+  if (want == Role::kLeader && !a.in_flight) {
+    if (replicas_moved) {
+      Status s = p->BecomeLeader(part.leader_epoch, part.partition_epoch, part.replicas, part.isr);
+      if (!s.ok()) LogWarn(p->name() + ": new replicas " + Nodes(part.replicas) + ": " +
+                           s.ToString());
+    } else {
+      p->SetIsr(part.isr);
+    }
+  } else if (want == Role::kLeader && replicas_moved) {
+    return;  // taken up once the ISR change in flight is answered
+  }
+  if (part.isr != a.isr) {
+    const int64_t changed_ms = MonotonicMs();
+    for (NodeId n : a.isr) {
+      if (std::find(part.isr.begin(), part.isr.end(), n) == part.isr.end())
+        a.left_isr_ms[n.value()] = changed_ms;
+    }
+    LogInfo(p->name() + ": ISR " + Nodes(a.isr) + " -> " + Nodes(part.isr) +
+            " (partition epoch " + std::to_string(part.partition_epoch) + ")");
+  }
+  a.partition_epoch = part.partition_epoch;
+  a.isr = part.isr;
+  a.replicas = part.replicas;
 }
 
 void ReplicaManager::Impl::CheckIsr() {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "base/clock.h"
 #include "base/file.h"
@@ -281,6 +282,58 @@ TEST_CASE("a leader learns a reassignment's new replica within its epoch and tak
   const PartitionImage& after = final_image->FindTopic(kTopic)->partitions.at(0);
   CHECK(after.replicas == std::vector<NodeId>{NodeId(4), NodeId(2), NodeId(3)});
   CHECK(after.leader == NodeId(4));  // the old leader left with the move
+  rm.Stop();
+  (void)RemoveAll(root);
+}
+
+TEST_CASE("a role change that fails is tried again until it succeeds") {
+  broker::SetLogLevel(broker::LogLevel::kError);
+  std::string root = broker::testing::TempDir();
+  // The leader epoch's checkpoint cannot be written while a directory stands where its
+  // temporary file goes: BecomeLeader fails, as it would on a disk error.
+  const std::string blocker = root + "/t-0/leader-epoch-checkpoint.tmp";
+  REQUIRE(CreateDirs(blocker).ok());
+  TempLogs logs(root);
+  broker::PartitionManager partitions(&logs, NodeId(1));
+  Controller controller;
+  std::vector<NodeId> all{NodeId(1), NodeId(2), NodeId(3)};
+  std::vector<MetadataRecord> start;
+  for (int b = 1; b <= 3; ++b) {
+    start.push_back(RegisterBrokerRecord{NodeId(b), RandomUuid(), "127.0.0.1", 9092});
+    start.push_back(UnfenceBrokerRecord{NodeId(b)});
+  }
+  start.push_back(TopicRecord{"t", kTopic});
+  start.push_back(PartitionRecord{PartitionId(0), kTopic, all, all, NodeId(1), LeaderEpoch(0), 0});
+  controller.image = std::make_shared<const MetadataImage>(*MetadataImage().Apply(start));
+
+  ReplicaManagerOptions o;
+  o.self = NodeId(1);
+  for (int i = 1; i <= 3; ++i) o.voters.push_back(Voter{NodeId(i), "127.0.0.1", FreePort()});
+  o.replica_lag_time_max_ms = 60000;
+  o.broker_session_timeout_ms = 60000;
+  o.partitions = &partitions;
+  o.image = [&] { return controller.Get(); };
+  o.propose = [&](const std::vector<MetadataRecord>& r) { return controller.Propose(r); };
+  o.last_controller_contact_ms = [] { return MonotonicMs(); };
+  ReplicaManager rm(o);
+  rm.Start();
+  // Find, not Get: opened here the partition would start as a single node's leader.
+  std::shared_ptr<broker::Partition> p0;
+  REQUIRE(WaitUntil(
+      [&] {
+        p0 = partitions.Find("t", PartitionId(0));
+        return p0 != nullptr;
+      },
+      5000ms));
+  // A few attempts fail meanwhile: leader epoch 0 is not in the log (it would be, from the
+  // checkpoint written first, had one succeeded).
+  std::this_thread::sleep_for(400ms);
+  CHECK_FALSE(p0->EndOffsetForEpoch(LeaderEpoch(0)).ok());
+  // The disk is fine again: a later attempt (the image did not change) makes it the leader.
+  REQUIRE(RemoveAll(blocker).ok());
+  CHECK(WaitUntil([&] { return p0->EndOffsetForEpoch(LeaderEpoch(0)).ok(); }, 10000ms));
+  CHECK(p0->is_leader());
+  CHECK(PathExists(root + "/t-0/leader-epoch-checkpoint"));
   rm.Stop();
   (void)RemoveAll(root);
 }

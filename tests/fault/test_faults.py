@@ -32,6 +32,7 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import time
 
@@ -209,6 +210,39 @@ def slow_links(ctx):
         ctx.settle(ctx.rng.uniform(2, 3))
 
 
+def cpu_hog(ctx):
+    """A busy loop takes one core for the whole case (the machine's other work, the three nodes
+    and the load, share what is left) while a leader is killed and restarted now and then: no
+    live broker may be fenced meanwhile (heartbeats have their own thread and the session is a
+    few of their intervals), and the kill must still fail over."""
+    hog = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    try:
+        killed = set()
+        deadline_kill = time.time() + ctx.seconds / 2
+        while ctx.more():
+            md = ctx.c.metadata()
+            if md is not None:
+                fenced = set(ctx.c.ids) - set(md["brokers"]) - killed
+                if fenced:
+                    raise RuntimeError("live broker(s) %s fenced while a CPU hog ran: %s" %
+                                       (sorted(fenced), md["brokers"]))
+            if not killed and time.time() >= deadline_kill:
+                n = ctx.some_leader()
+                ctx.note("kill -9 node %d (a partition leader) under the CPU hog" % n)
+                ctx.c.node(n).kill9()
+                killed.add(n)
+                ctx.sleep(ctx.rng.uniform(1.5, 3))
+                ctx.note("restart node %d" % n)
+                ctx.c.node(n).restart()
+                wait_back(ctx.c, 30)
+                killed.clear()
+                deadline_kill = float("inf")  # once per case
+            ctx.sleep(0.25)
+    finally:
+        hog.kill()
+        hog.wait()
+
+
 class BrokerOnlyNode(Node):
     """A node started with the voters' --peers (through the proxy) but not in them: a broker
     only, with its own --peer-listen address (which the others reach directly, from its
@@ -281,6 +315,8 @@ CASES = {
     "kill_all": (kill_all, ["replicas"], "kill -9 of all three nodes, restart"),
     "rolling_restart": (rolling_restart, ["replicas"], "SIGTERM and restart, node by node"),
     "slow_links": (slow_links, ["replicas"], "every link delayed and throttled"),
+    "cpu_hog": (cpu_hog, ["replicas"], "a busy loop on one core; no live broker fenced, a "
+                "leader killed and replaced"),
     "add_node_reassign": (add_node_reassign, ["replicas"],
                           "a fourth, broker-only node joins and a partition is reassigned onto "
                           "it, dropping an old replica"),
