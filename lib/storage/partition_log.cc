@@ -314,7 +314,8 @@ struct PartitionLog::Impl {
   }
 
   Status TruncateToLocked(Offset offset);
-  Status DeleteSegmentsLocked(size_t count);
+  // `ul` holds mu exclusively on entry and on return; it is released while files are removed.
+  Status DeleteSegmentsLocked(size_t count, std::unique_lock<std::shared_mutex>& ul);
   // Unlinks the producer-state snapshots whose offset `drop` selects, then fsyncs the
   // directory; stops at the first failure.
   Status DeleteSnapshotsIf(const std::function<bool(int64_t)>& drop);
@@ -1138,19 +1139,35 @@ Status PartitionLog::Roll() {
   return im.NewSegmentLocked(Offset(im.log_end.load()));
 }
 
-Status PartitionLog::Impl::DeleteSegmentsLocked(size_t count) {
-  // Called with append_mu and mu (exclusive) held; never deletes the active segment. Oldest
-  // first, stopping at a segment that cannot be deleted, so the list always matches the files.
+Status PartitionLog::Impl::DeleteSegmentsLocked(size_t count,
+                                               std::unique_lock<std::shared_mutex>& ul) {
+  // Called with append_mu and mu (exclusive, in `ul`) held; never deletes the active segment.
+  // The segments leave the list first, under mu; their files are removed after mu is released,
+  // so that readers (fetches, which take mu shared) never wait for an unlink or an fsync: a
+  // reader that picked a segment up before keeps reading its open files. Oldest first; a
+  // segment whose removal fails goes back at the head of the list with those after it, so the
+  // list matches the files again (the log start moves back with them).
   count = std::min(count, segments.size() - 1);
+  if (count == 0) return Status::OK();
+  const Offset start_before = log_start;
+  std::vector<std::shared_ptr<Segment>> leaving(segments.begin(),
+                                                segments.begin() + static_cast<ptrdiff_t>(count));
+  segments.erase(segments.begin(), segments.begin() + static_cast<ptrdiff_t>(count));
+  if (log_start < segments.front()->base_offset()) log_start = segments.front()->base_offset();
+  ul.unlock();
   Status error;
   size_t gone = 0;
-  for (; gone < count; ++gone) {
-    error = segments[gone]->Delete();
+  for (; gone < leaving.size(); ++gone) {
+    error = leaving[gone]->Delete();
     if (!error.ok()) break;
   }
-  segments.erase(segments.begin(), segments.begin() + static_cast<ptrdiff_t>(gone));
+  ul.lock();
+  if (gone < leaving.size()) {
+    segments.insert(segments.begin(), leaving.begin() + static_cast<ptrdiff_t>(gone),
+                    leaving.end());
+    log_start = std::max(start_before, segments.front()->base_offset());
+  }
   if (gone > 0) dir_dirty = true;
-  if (log_start < segments.front()->base_offset()) log_start = segments.front()->base_offset();
   if (recovery_point.load() < log_start.value()) recovery_point.store(log_start.value());
   if (gone > 0) {
     // Producer-state snapshots below the oldest segment go too, except the newest one at or
@@ -1165,7 +1182,9 @@ Status PartitionLog::Impl::DeleteSegmentsLocked(size_t count) {
         if (ParseSegmentFileName(n, format::kSnapshotSuffix, &o) && o <= start)
           keep = std::max(keep, o);
       }
+    ul.unlock();  // snapshots are written and removed under append_mu alone
     Status t = DeleteSnapshotsIf([&](int64_t o) { return o < oldest && o != keep; });
+    ul.lock();
     if (error.ok()) error = t;
   }
   return error;
@@ -1290,7 +1309,7 @@ Status PartitionLog::AdvanceLogStart(Offset offset) {
   im.log_start = offset;
   size_t n = 0;
   while (n + 1 < im.segments.size() && im.segments[n]->next_offset() <= offset) ++n;
-  Status s = im.DeleteSegmentsLocked(n);
+  Status s = im.DeleteSegmentsLocked(n, ul);
   im.log_start = std::max(im.log_start, offset);
   if (im.recovery_point.load() < offset.value()) im.recovery_point.store(offset.value());
   // Kafka's truncateFromStart: the epoch in force at the new start now begins there.
@@ -1302,9 +1321,11 @@ Status PartitionLog::AdvanceLogStart(Offset offset) {
     im.epochs.front().start_offset = offset;
     changed = true;
   }
-  if (changed) SILT_TRY(im.WriteEpochsLocked());
   const int64_t new_start = im.log_start.value();
   ul.unlock();
+  // The checkpoint reads the epochs, which only holders of append_mu change: its fsyncs need
+  // not keep readers out.
+  if (changed) SILT_TRY(im.WriteEpochsLocked());
   if (s.ok() && im.checkpoint_hook) {
     int64_t rp = std::min(im.checkpointed_rp, im.recovery_point.load());
     s = im.checkpoint_hook(std::max(rp, offset.value()), new_start);
@@ -1335,7 +1356,7 @@ Result<int> PartitionLog::ApplyRetention() {
     if (excess >= 0) excess -= s->size();
     ++n;
   }
-  SILT_TRY(im.DeleteSegmentsLocked(n));
+  SILT_TRY(im.DeleteSegmentsLocked(n, ul));
   return static_cast<int>(n);
 }
 

@@ -347,6 +347,39 @@ TEST_CASE("retention by bytes keeps the newest segments within retention.bytes")
   CHECK(log->ApplyRetention().value() == 0);
 }
 
+TEST_CASE("a segment retention cannot remove stays in the log, readable, and goes later") {
+  TempDir dir;
+  LogConfig cfg = SmallConfig();
+  cfg.retention_ms = -1;
+  cfg.retention_bytes = 5000;
+  auto log = OpenLog(dir.path(), cfg);
+  AppendBatches(log.get(), 100, 3, 20);
+  const std::vector<SegmentInfo> before = log->Segments();
+  REQUIRE(before.size() > 3);
+  const std::string from_second = ReadAllFrom(*log, before[1].base_offset.value());
+  REQUIRE_FALSE(from_second.empty());
+  // The second-oldest segment's .log cannot be unlinked (a directory stands at its path; the
+  // log keeps reading the file through its open descriptor).
+  const std::string second = before[1].log_path;
+  REQUIRE(RenameFile(second, second + ".moved").ok());
+  REQUIRE(CreateDirs(second + "/blocker").ok());
+  auto n = log->ApplyRetention();
+  CHECK_FALSE(n.ok());
+  // The oldest went; the second and everything after it are back in the list, readable.
+  const std::vector<SegmentInfo> after = log->Segments();
+  REQUIRE(after.size() == before.size() - 1);
+  CHECK(after.front().base_offset == before[1].base_offset);
+  CHECK(log->log_start_offset() == before[1].base_offset);
+  CHECK(ReadAllFrom(*log, before[1].base_offset.value()) == from_second);
+  // Once the path can be removed, the next pass takes it.
+  REQUIRE(RemoveAll(second).ok());
+  REQUIRE(RenameFile(second + ".moved", second).ok());
+  auto again = log->ApplyRetention();
+  REQUIRE(again.ok());
+  CHECK(again.value() > 0);
+  CHECK(log->Segments().front().base_offset > before[1].base_offset);
+}
+
 TEST_CASE("cleanup.policy=compact alone turns off time and size retention") {
   TempDir dir;
   LogConfig cfg = SmallConfig();
