@@ -71,6 +71,7 @@ struct Entry {
   int64_t delayed_until_ms = 0;  // MonotonicMs; 0: not delayed
   uint64_t generation = 0;       // bumped on every Add: answers to older requests are dropped
   int quick_retries = 0;         // retries after a leader behind on metadata (see Delay)
+  bool busy = false;             // the fetcher appends or truncates it with mu_ released
 };
 
 }  // namespace
@@ -88,8 +89,9 @@ class FetcherThread {
   }
 
   void Add(LeaderEpoch epoch, std::shared_ptr<broker::Partition> p, uint64_t generation) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     Entry& e = entries_[Key{p->topic(), p->partition().value()}];
+    cv_.wait(lock, [&] { return !e.busy; });  // an append of the old generation ends first
     e.p = std::move(p);
     e.epoch = epoch;
     e.state = FetchState::kTruncating;
@@ -98,10 +100,16 @@ class FetcherThread {
     e.quick_retries = 0;
     Kick();
   }
-  // Under mu_: the fetcher appends only under it, so once this returns it appends no more.
+  // Once this returns the fetcher appends to the partition no more: an append or truncation
+  // in progress (the entry is busy) is waited for, and the fetcher touches only entries it
+  // finds in the map.
   bool Remove(const Key& k) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return entries_.erase(k) > 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = entries_.find(k);
+    if (it == entries_.end()) return false;
+    cv_.wait(lock, [&] { return !it->second.busy; });
+    entries_.erase(it);
+    return true;
   }
   bool Has(const Key& k) const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -137,6 +145,20 @@ class FetcherThread {
       ssize_t n = ::write(wake_fd_, &one, sizeof one);
       (void)n;  // a full counter is already a wake-up
     }
+  }
+  // Runs `io` on e's partition with mu_ released (held by `lock` before and after) and the
+  // entry marked busy, so that an Add or Remove of that partition waits for it and nothing
+  // else does: a follower's disk never holds up another partition's role change.
+  template <class F>
+  auto Unlocked(std::unique_lock<std::mutex>& lock, Entry* e, F io) {
+    e->busy = true;
+    std::shared_ptr<broker::Partition> p = e->p;
+    lock.unlock();
+    auto r = io(*p);
+    lock.lock();
+    e->busy = false;
+    cv_.notify_all();
+    return r;
   }
   // Takes the pending wake-up, if any (at the start of a round, before picking its entries).
   void Unkick() {
@@ -230,7 +252,8 @@ class FetcherThread {
   bool Connect();
   Status TruncationRound(const std::vector<Snap>& batch);
   Status FetchRound(const std::vector<Snap>& batch);
-  void Truncate(Entry* e, const LeaderEpochEnd& answer, const std::string& name);
+  void Truncate(std::unique_lock<std::mutex>& lock, Entry* e, const LeaderEpochEnd& answer,
+                const std::string& name);
 
   const NodeId self_;
   const NodeId leader_;
@@ -327,14 +350,14 @@ Status FetcherThread::TruncationRound(const std::vector<Snap>& batch) {
       // No epochs in our log (empty, or written before epochs): nothing to ask about; Kafka
       // truncates such a replica to its high watermark.
       LogDebug(s.e.p->name() + ": " + latest.status().ToString());
-      std::lock_guard<std::mutex> lock(mu_);
+      std::unique_lock<std::mutex> lock(mu_);
       Entry* e = Current(s);
       if (e == nullptr) continue;
       Offset hw = e->p->high_watermark();
       if (hw.value() < e->p->log_end_offset().value()) {
         LogInfo(e->p->name() + ": no leader epochs in the log; truncating to the high watermark " +
                 std::to_string(hw.value()));
-        Status t = e->p->TruncateTo(hw);
+        Status t = Unlocked(lock, e, [&](broker::Partition& p) { return p.TruncateTo(hw); });
         if (!t.ok()) {
           LogWarn(e->p->name() + ": truncating to the high watermark: " + t.ToString());
           Delay(e);
@@ -357,7 +380,7 @@ Status FetcherThread::TruncationRound(const std::vector<Snap>& batch) {
   protocol::OffsetForLeaderEpochResponse resp;
   ByteReader r(body);
   SILT_TRY(resp.Decode(r, version));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   for (const Snap* s : asked) {
     Entry* e = Current(*s);
     if (e == nullptr) continue;
@@ -380,12 +403,13 @@ Status FetcherThread::TruncationRound(const std::vector<Snap>& batch) {
       Delay(e, answer.error);
       continue;
     }
-    Truncate(e, answer, e->p->name());
+    Truncate(lock, e, answer, e->p->name());
   }
   return Status::OK();
 }
 
-void FetcherThread::Truncate(Entry* e, const LeaderEpochEnd& answer, const std::string& name) {
+void FetcherThread::Truncate(std::unique_lock<std::mutex>& lock, Entry* e,
+                             const LeaderEpochEnd& answer, const std::string& name) {
   std::optional<broker::Partition::EpochEnd> ours;
   if (answer.epoch.value() >= 0) {
     auto r = e->p->EndOffsetForEpoch(answer.epoch);
@@ -399,7 +423,7 @@ void FetcherThread::Truncate(Entry* e, const LeaderEpochEnd& answer, const std::
             std::to_string(leader_.value()) + " ends epoch " +
             std::to_string(answer.epoch.value()) + " at " +
             std::to_string(answer.end_offset.value()) + ")");
-    Status t = e->p->TruncateTo(d.truncate_to);
+    Status t = Unlocked(lock, e, [&](broker::Partition& p) { return p.TruncateTo(d.truncate_to); });
     if (!t.ok()) {
       LogWarn(name + ": truncation: " + t.ToString());
       Delay(e);
@@ -465,7 +489,7 @@ Status FetcherThread::FetchRound(const std::vector<Snap>& batch) {
     return Status::IOError(std::string("fetch: ") +
                            protocol::ErrorName(static_cast<ErrorCode>(resp.error_code)));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   for (const auto& t : resp.responses) {
     for (const auto& fp : t.partitions) {
       const Snap* s = nullptr;
@@ -500,7 +524,9 @@ Status FetcherThread::FetchRound(const std::vector<Snap>& batch) {
       }
       e->quick_retries = 0;
       if (fp.records.bytes && !fp.records.bytes->empty()) {
-        auto appended = e->p->AppendAsFollower(*fp.records.bytes);
+        auto appended = Unlocked(lock, e, [&](broker::Partition& p) {
+          return p.AppendAsFollower(*fp.records.bytes);
+        });
         if (!appended.ok()) {
           if (appended.status().code() == Status::Code::kInvalidArgument) {
             // Not at our log end (a truncation in between): agree with the leader again.
