@@ -70,12 +70,33 @@ const std::map<std::string, std::string>& MetadataImage::configs(ConfigResource 
 
 const TopicImage* MetadataImage::FindTopic(std::string_view name) const {
   auto it = topic_ids_.find(std::string(name));
-  return it == topic_ids_.end() ? nullptr : &topics_.at(it->second);
+  return it == topic_ids_.end() ? nullptr : topics_.at(it->second).get();
 }
 
 const TopicImage* MetadataImage::FindTopic(const Uuid& id) const {
   auto it = topics_.find(id);
-  return it == topics_.end() ? nullptr : &it->second;
+  return it == topics_.end() ? nullptr : it->second.get();
+}
+
+TopicImage& MetadataImage::Mutable(TopicsView::Map::iterator it) {
+  // use_count 1: no other image holds this copy (it was made by this Apply, or the image it
+  // came from is gone). Images are immutable once published, and Apply runs on a private
+  // copy, so the count cannot grow meanwhile.
+  if (it->second.use_count() > 1) it->second = std::make_shared<TopicImage>(*it->second);
+  return *it->second;
+}
+
+bool MetadataImage::operator==(const MetadataImage& o) const {
+  if (brokers_ != o.brokers_ || topic_ids_ != o.topic_ids_ || configs_ != o.configs_ ||
+      next_producer_id_ != o.next_producer_id_ ||
+      reserved_producer_id_ != o.reserved_producer_id_ || cluster_id_ != o.cluster_id_ ||
+      topics_.size() != o.topics_.size())
+    return false;
+  for (auto a = topics_.begin(), b = o.topics_.begin(); a != topics_.end(); ++a, ++b) {
+    if (a->first != b->first) return false;
+    if (a->second != b->second && !(*a->second == *b->second)) return false;
+  }
+  return true;
 }
 
 Result<MetadataImage> MetadataImage::Apply(const std::vector<MetadataRecord>& records) const {
@@ -132,7 +153,7 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
     if (topic_ids_.count(r->name)) return Refuse(t, "topic '" + r->name + "' exists");
     if (topics_.count(r->topic_id))
       return Refuse(t, "topic id " + r->topic_id.ToString() + " exists");
-    topics_[r->topic_id] = TopicImage{r->name, r->topic_id, {}};
+    topics_[r->topic_id] = std::make_shared<TopicImage>(TopicImage{r->name, r->topic_id, {}});
     topic_ids_[r->name] = r->topic_id;
     return Status::OK();
   }
@@ -140,7 +161,7 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
     auto it = topics_.find(r->topic_id);
     if (it == topics_.end()) return Refuse(t, "unknown topic id " + r->topic_id.ToString());
     if (r->partition_id.value() < 0) return Refuse(t, "negative partition id");
-    if (it->second.partitions.count(r->partition_id.value())) {
+    if (it->second->partitions.count(r->partition_id.value())) {
       return Refuse(t, "partition " + std::to_string(r->partition_id.value()) + " exists");
     }
     PartitionImage p{r->replicas,        r->isr,
@@ -148,14 +169,14 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
                      r->partition_epoch, r->removing_replicas,
                      r->adding_replicas};
     SILT_TRY(CheckPartition(t, p));
-    it->second.partitions[r->partition_id.value()] = std::move(p);
+    Mutable(it).partitions[r->partition_id.value()] = std::move(p);
     return Status::OK();
   }
   if (auto* r = std::get_if<PartitionChangeRecord>(&rec)) {
     auto it = topics_.find(r->topic_id);
     if (it == topics_.end()) return Refuse(t, "unknown topic id " + r->topic_id.ToString());
-    auto pit = it->second.partitions.find(r->partition_id.value());
-    if (pit == it->second.partitions.end()) {
+    auto pit = it->second->partitions.find(r->partition_id.value());
+    if (pit == it->second->partitions.end()) {
       return Refuse(t, "unknown partition " + std::to_string(r->partition_id.value()));
     }
     PartitionImage p = pit->second;
@@ -174,7 +195,7 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
     // Kafka's rules: every change bumps the partition epoch; a new leader bumps the leader epoch.
     p.partition_epoch += 1;
     if (leader_changed) p.leader_epoch = LeaderEpoch(p.leader_epoch.value() + 1);
-    pit->second = std::move(p);
+    Mutable(it).partitions[r->partition_id.value()] = std::move(p);
     return Status::OK();
   }
   if (auto* r = std::get_if<AlterPartitionRecord>(&rec)) {
@@ -182,8 +203,8 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
     if (it == topics_.end()) {
       return Refuse(t, "UNKNOWN_TOPIC_OR_PARTITION: unknown topic id " + r->topic_id.ToString());
     }
-    auto pit = it->second.partitions.find(r->partition_id.value());
-    if (pit == it->second.partitions.end()) {
+    auto pit = it->second->partitions.find(r->partition_id.value());
+    if (pit == it->second->partitions.end()) {
       return Refuse(t, "UNKNOWN_TOPIC_OR_PARTITION: unknown partition " +
                            std::to_string(r->partition_id.value()));
     }
@@ -216,14 +237,14 @@ Status MetadataImage::ApplyOne(const MetadataRecord& rec) {
     Status valid = CheckPartition(t, p);
     if (!valid.ok()) return Status::InvalidArgument("INVALID_REQUEST: " + valid.message());
     p.partition_epoch += 1;
-    pit->second = std::move(p);
+    Mutable(it).partitions[r->partition_id.value()] = std::move(p);
     return Status::OK();
   }
   if (auto* r = std::get_if<RemoveTopicRecord>(&rec)) {
     auto it = topics_.find(r->topic_id);
     if (it == topics_.end()) return Refuse(t, "unknown topic id " + r->topic_id.ToString());
-    configs_.erase({ConfigResource::kTopic, it->second.name});
-    topic_ids_.erase(it->second.name);
+    configs_.erase({ConfigResource::kTopic, it->second->name});
+    topic_ids_.erase(it->second->name);
     topics_.erase(it);
     return Status::OK();
   }
@@ -285,7 +306,7 @@ std::vector<MetadataRecord> MetadataImage::ToRecords() const {
         RegisterBrokerRecord{b.id, b.incarnation_id, b.host, b.port, b.peer_host, b.peer_port});
     if (!b.fenced) out.push_back(UnfenceBrokerRecord{b.id});
   }
-  for (const auto& [id, topic] : topics_) {
+  for (const auto& [id, topic] : topics()) {
     out.push_back(TopicRecord{topic.name, topic.id});
     for (const auto& [p, part] : topic.partitions) {
       out.push_back(PartitionRecord{PartitionId(p), topic.id, part.replicas, part.isr, part.leader,

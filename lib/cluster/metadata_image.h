@@ -56,12 +56,44 @@ struct TopicImage {
   bool operator==(const TopicImage&) const = default;
 };
 
+// The topics of an image: shared between an image and the one Apply makes from it, each topic
+// copied only when a record changes it (copy on write), so that applying a change to one
+// partition costs that topic's copy and a map of pointers, not the whole image. Iterates as a
+// map of Uuid to TopicImage.
+class TopicsView {
+ public:
+  using Map = std::map<Uuid, std::shared_ptr<TopicImage>>;
+  class iterator {
+   public:
+    using value_type = std::pair<const Uuid&, const TopicImage&>;
+    explicit iterator(Map::const_iterator it) : it_(it) {}
+    value_type operator*() const { return {it_->first, *it_->second}; }
+    iterator& operator++() {
+      ++it_;
+      return *this;
+    }
+    bool operator==(const iterator& o) const { return it_ == o.it_; }
+    bool operator!=(const iterator& o) const { return it_ != o.it_; }
+
+   private:
+    Map::const_iterator it_;
+  };
+  explicit TopicsView(const Map& m) : m_(m) {}
+  iterator begin() const { return iterator(m_.begin()); }
+  iterator end() const { return iterator(m_.end()); }
+  size_t size() const { return m_.size(); }
+  bool empty() const { return m_.empty(); }
+
+ private:
+  const Map& m_;
+};
+
 class MetadataImage {
  public:
   using ConfigKey = std::pair<ConfigResource, std::string>;  // (type, resource name)
 
   const std::map<int32_t, BrokerImage>& brokers() const { return brokers_; }
-  const std::map<Uuid, TopicImage>& topics() const { return topics_; }
+  TopicsView topics() const { return TopicsView(topics_); }
   // The configs set on a resource (name -> value); empty when none are.
   const std::map<std::string, std::string>& configs(ConfigResource type,
                                                     const std::string& name) const;
@@ -83,13 +115,17 @@ class MetadataImage {
   // The records that rebuild this image from an empty one (its snapshot).
   std::vector<MetadataRecord> ToRecords() const;
 
-  bool operator==(const MetadataImage&) const = default;
+  // Equal contents (topics compared by value, not by the sharing of their copies).
+  bool operator==(const MetadataImage& o) const;
 
  private:
   Status ApplyOne(const MetadataRecord& r);
+  // The topic to change in this image: its own copy, made now if it still shares it with the
+  // image it was applied from.
+  TopicImage& Mutable(TopicsView::Map::iterator it);
 
   std::map<int32_t, BrokerImage> brokers_;
-  std::map<Uuid, TopicImage> topics_;
+  TopicsView::Map topics_;
   std::map<std::string, Uuid> topic_ids_;  // by name
   std::map<ConfigKey, std::map<std::string, std::string>> configs_;
   ProducerId next_producer_id_{0};

@@ -336,3 +336,32 @@ TEST_CASE("a broker config record for a name that is no broker id is refused") {
   }
   CHECK(img.configs(ConfigResource::kBroker, "orders").empty());
 }
+
+TEST_CASE("applying a change copies the topic it changes and shares every other topic") {
+  const Uuid other_id = *Uuid::Parse("AAAAAAAAAAAAAAAAAAAAOQ");
+  std::vector<MetadataRecord> records = ClusterWithOrders();
+  records.push_back(TopicRecord{"other", other_id});
+  records.push_back(PartitionRecord{PartitionId(0), other_id, {NodeId(1)}, {NodeId(1)}, NodeId(1),
+                                    LeaderEpoch(0), 0});
+  const MetadataImage before = Build(records);
+  auto after = before.Apply({PartitionChangeRecord{PartitionId(1), kOrders,
+                                                   std::vector<NodeId>{NodeId(2)}}});
+  REQUIRE_MESSAGE(after.ok(), after.status().ToString());
+  // The untouched topic is the very same object in both images; the changed one is a copy.
+  CHECK(after->FindTopic("other") == before.FindTopic("other"));
+  CHECK(after->FindTopic("orders") != before.FindTopic("orders"));
+  // The old image is as it was; the new one has the change (and the partition epoch bumped).
+  CHECK(before.FindTopic("orders")->partitions.at(1).isr.size() == 2);
+  CHECK(after->FindTopic("orders")->partitions.at(1).isr == std::vector<NodeId>{NodeId(2)});
+  CHECK(after->FindTopic("orders")->partitions.at(1).partition_epoch == 1);
+  CHECK_FALSE(*after == before);
+  // Equality is by content: an image rebuilt from the new one's records equals it.
+  CHECK(Build(after->ToRecords()) == *after);
+  // Several changes to one topic in one Apply: one copy, all of them in it.
+  auto twice = before.Apply({PartitionChangeRecord{PartitionId(0), kOrders},
+                             PartitionChangeRecord{PartitionId(2), kOrders}});
+  REQUIRE(twice.ok());
+  CHECK(twice->FindTopic("orders")->partitions.at(0).partition_epoch == 1);
+  CHECK(twice->FindTopic("orders")->partitions.at(2).partition_epoch == 1);
+  CHECK(before.FindTopic("orders")->partitions.at(0).partition_epoch == 0);
+}

@@ -325,15 +325,16 @@ TEST_CASE("a role change that fails is tried again until it succeeds") {
         return p0 != nullptr;
       },
       5000ms));
-  // A few attempts fail meanwhile: leader epoch 0 is not in the log (it would be, from the
-  // checkpoint written first, had one succeeded).
+  // A few attempts fail meanwhile: no leader-epoch checkpoint (the first thing a successful
+  // BecomeLeader writes).
+  const std::string checkpoint = root + "/t-0/leader-epoch-checkpoint";
   std::this_thread::sleep_for(400ms);
-  CHECK_FALSE(p0->EndOffsetForEpoch(LeaderEpoch(0)).ok());
+  CHECK_FALSE(PathExists(checkpoint));
   // The disk is fine again: a later attempt (the image did not change) makes it the leader.
   REQUIRE(RemoveAll(blocker).ok());
-  CHECK(WaitUntil([&] { return p0->EndOffsetForEpoch(LeaderEpoch(0)).ok(); }, 10000ms));
+  CHECK(WaitUntil([&] { return PathExists(checkpoint); }, 10000ms));
+  CHECK(WaitUntil([&] { return p0->EndOffsetForEpoch(LeaderEpoch(0)).ok(); }, 5000ms));
   CHECK(p0->is_leader());
-  CHECK(PathExists(root + "/t-0/leader-epoch-checkpoint"));
   rm.Stop();
   (void)RemoveAll(root);
 }
