@@ -98,11 +98,16 @@ def main():
         unknown_first += first_miss
         lag.append(slowest)
     time.sleep(0.2)
-    with open(via.log_path, "rb") as f:
-        applied = [int(m) / 1e3 for m in
-                   re.findall(rb"applied by every unfenced broker (\d+) ms", f.read())]
-    print("silt %s, 3 nodes, %d topics of %d partitions (RF 3) created through node %d"
-          % (SILT, args.topics, args.partitions, via.id))
+    # Every node's log: librdkafka's AdminClient sends CreateTopics to the controller it
+    # learned from Metadata, which is then the proposer, whichever node it bootstrapped from.
+    applied = []
+    for n in CLUSTER.nodes.values():
+        with open(n.log_path, "rb") as f:
+            applied += [int(m) / 1e3 for m in
+                        re.findall(rb"applied by every unfenced broker (\d+) ms", f.read())]
+    print("silt %s, 3 nodes, %d topics of %d partitions (RF 3) created by an AdminClient "
+          "bootstrapped from node %d (it sends CreateTopics to the controller, node %d)"
+          % (SILT, args.topics, args.partitions, via.id, controller))
     print("  CreateTopics answered: %s" % summary(answer))
     print("  answer -> known on the slowest node: %s; %d of %d answers found a node that "
           "did not know the topic yet" % (summary(lag), unknown_first, args.topics))
