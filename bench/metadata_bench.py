@@ -1,16 +1,17 @@
 #!/usr/bin/python3
 """Metadata propagation benchmark: how soon a change the cluster answered is known everywhere.
 
-Three `silt serve` nodes on 127.0.0.1 (--log-level debug). --topics times, through a node that
-is not the controller, a confluent-kafka AdminClient creates a topic of --partitions partitions
+Three `silt serve` nodes on 127.0.0.1 (--log-level debug). --topics times, bootstrapped from a
+node that is not the controller, a confluent-kafka AdminClient creates a topic of --partitions partitions
 (replication factor 3); then every node is asked for the topic's Metadata (one AdminClient per
 node, kept open) until it names a leader for each partition. Reported:
   - CreateTopics: the time to the answer, p50/p99/max;
   - lag after the answer: the time from the answer until the slowest node knew the topic
     (p50/p99/max), and how many answers some node did not know yet at its first probe
     (silt answers only once every unfenced broker applied the change: 0 is the goal);
-  - commit -> applied on every broker: the proposing node's own measure, from its debug log
-    ("applied by every unfenced broker N ms after its commit here"), p50/p99/max, where the
+  - commit -> applied on every broker: the proposing node's own measure, from the debug logs
+    of all nodes ("applied by every unfenced broker N ms after its commit here"; the proposer
+    is the controller, to which the AdminClient sends CreateTopics), p50/p99/max, where the
     proposing node logs it.
 Every wait is bounded; processes and temp dirs are removed on exit and on Ctrl-C.
 
