@@ -51,8 +51,9 @@ void ClusterNode::Impl::ControlledShutdown() {
     const auto next = std::min(deadline, Clock::now() + std::chrono::milliseconds(500));
     while (Clock::now() < next) {
       if (leading() == 0) {
-        // The controller's own changes reach the other nodes with its next Raft heartbeats
-        // (they learn the commit index from them): give them those before going.
+        // The controller's own changes go out with the commit push (RaftQuorum's PushCommit),
+        // an AppendEntries that closing the quorum could still drop from its send queue: a few
+        // Raft heartbeat intervals for it, and the heartbeats after it, before going.
         if (quorum->leader() == options.node_id) {
           std::this_thread::sleep_for(std::chrono::milliseconds(3 * options.heartbeat_timeout_ms));
         }

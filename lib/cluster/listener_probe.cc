@@ -1,15 +1,15 @@
 // Listener probes (listener_probe.h).
 #include "cluster/listener_probe.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+#include <memory>
+#include <string>
 
 namespace silt::cluster {
 
@@ -18,53 +18,39 @@ bool ListenerProbes::Start(int32_t id, const std::string& host, int32_t port, Cl
   if (probes_.count(id) > 0) return false;
   if (auto it = ended_.find(id); it != ended_.end() && now - it->second < gap) return false;
   if (port <= 0 || port > 65535) return false;
-  sockaddr_storage addr{};
-  socklen_t len = 0;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
-  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<uint16_t>(port));
-    len = sizeof *v4;
-  } else if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<uint16_t>(port));
-    len = sizeof *v6;
-  } else {
-    return false;  // a host name: no lookup here
-  }
+  addrinfo hints{};
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;  // a host name is not looked up here
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return false;
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(res, &::freeaddrinfo);
   // An unspecified address would reach this host, not the broker's.
-  if ((addr.ss_family == AF_INET && v4->sin_addr.s_addr == htonl(INADDR_ANY)) ||
-      (addr.ss_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&v6->sin6_addr)))
+  const auto* v4 = reinterpret_cast<const sockaddr_in*>(res->ai_addr);
+  const auto* v6 = reinterpret_cast<const sockaddr_in6*>(res->ai_addr);
+  if ((res->ai_family == AF_INET && v4->sin_addr.s_addr == htonl(INADDR_ANY)) ||
+      (res->ai_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&v6->sin6_addr)))
     return false;
-  int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   ended_.erase(id);
-  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), len);
-  if (rc == 0 || errno == EINPROGRESS || errno == ECONNREFUSED) {
-    // On loopback the refusal may come back from connect itself; SO_ERROR would not hold it,
-    // so it is kept as the probe's fd (-ECONNREFUSED) for Poll to report.
-    if (rc != 0 && errno == ECONNREFUSED) {
-      ::close(fd);
-      fd = -ECONNREFUSED;
-    }
-    probes_[id] = Probe{fd, now};
+  if (::connect(fd, res->ai_addr, res->ai_addrlen) == 0 || errno == EINPROGRESS) {
+    probes_[id] = Probe{fd, now, false};
     return true;
   }
+  const bool refused = errno == ECONNREFUSED;  // on loopback connect itself may say so
   ::close(fd);
-  return false;
+  if (!refused) return false;
+  probes_[id] = Probe{-1, now, true};
+  return true;
 }
 
 void ListenerProbes::Poll(Clock::time_point now, Clock::duration timeout,
                           const std::function<void(int32_t, Clock::time_point)>& refused) {
   for (auto it = probes_.begin(); it != probes_.end();) {
     Probe& p = it->second;
-    bool done = false;
-    bool was_refused = false;
-    if (p.fd < 0) {
-      done = true;
-      was_refused = p.fd == -ECONNREFUSED;
-    } else {
+    bool done = p.refused;
+    bool was_refused = p.refused;
+    if (!done) {
       pollfd pfd{p.fd, POLLOUT, 0};
       if (::poll(&pfd, 1, 0) > 0) {
         int err = 0;

@@ -38,8 +38,9 @@ class ListenerProbes {
 
  private:
   struct Probe {
-    int fd;
+    int fd;  // -1 once refused
     Clock::time_point started;
+    bool refused;  // connect() itself said ECONNREFUSED
   };
   std::map<int32_t, Probe> probes_;
   std::map<int32_t, Clock::time_point> ended_;  // when each broker's last probe ended

@@ -79,9 +79,10 @@ const TopicImage* MetadataImage::FindTopic(const Uuid& id) const {
 }
 
 TopicImage& MetadataImage::Mutable(TopicsView::Map::iterator it) {
-  // use_count 1: no other image holds this copy (it was made by this Apply, or the image it
-  // came from is gone). Images are immutable once published, and Apply runs on a private
-  // copy, so the count cannot grow meanwhile.
+  // Apply works on a copy of an image that stays alive meanwhile, so a topic not yet changed
+  // by this Apply is shared with it (use_count > 1) and is copied here, once; the copy is this
+  // image's alone (use_count 1) and later records of the Apply change it in place. Nobody can
+  // share it before the image is published, after which it never changes.
   if (it->second.use_count() > 1) it->second = std::make_shared<TopicImage>(*it->second);
   return *it->second;
 }

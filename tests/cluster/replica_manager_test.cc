@@ -84,6 +84,27 @@ struct Controller {
   }
 };
 
+// Brokers 1..n, registered and unfenced.
+std::vector<MetadataRecord> BrokerRecords(int n) {
+  std::vector<MetadataRecord> out;
+  for (int b = 1; b <= n; ++b) {
+    out.push_back(RegisterBrokerRecord{NodeId(b), RandomUuid(), "127.0.0.1", 9092});
+    out.push_back(UnfenceBrokerRecord{NodeId(b)});
+  }
+  return out;
+}
+
+// Node 1 of three voters, over `partitions`, its image and proposals through `controller`.
+ReplicaManagerOptions NodeOneOptions(broker::PartitionManager* partitions, Controller* controller) {
+  ReplicaManagerOptions o;
+  o.self = NodeId(1);
+  for (int i = 1; i <= 3; ++i) o.voters.push_back(Voter{NodeId(i), "127.0.0.1", FreePort()});
+  o.partitions = partitions;
+  o.image = [controller] { return controller->Get(); };
+  o.propose = [controller](const std::vector<MetadataRecord>& r) { return controller->Propose(r); };
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("the replica manager gives replicas their roles, moves the ISR through AlterPartition, "
@@ -94,26 +115,17 @@ TEST_CASE("the replica manager gives replicas their roles, moves the ISR through
   broker::PartitionManager partitions(&logs, NodeId(1));
   Controller controller;
   std::vector<NodeId> all{NodeId(1), NodeId(2), NodeId(3)};
-  std::vector<MetadataRecord> start;
-  for (int b = 1; b <= 3; ++b) {
-    start.push_back(RegisterBrokerRecord{NodeId(b), RandomUuid(), "127.0.0.1", 9092});
-    start.push_back(UnfenceBrokerRecord{NodeId(b)});
-  }
+  std::vector<MetadataRecord> start = BrokerRecords(3);
   start.push_back(TopicRecord{"t", kTopic});
   start.push_back(PartitionRecord{PartitionId(0), kTopic, all, all, NodeId(1), LeaderEpoch(0), 0});
   start.push_back(PartitionRecord{PartitionId(1), kTopic, all, all, NodeId(2), LeaderEpoch(0), 0});
   controller.image = std::make_shared<const MetadataImage>(*MetadataImage().Apply(start));
 
   std::atomic<int64_t> contact{MonotonicMs()};
-  ReplicaManagerOptions o;
-  o.self = NodeId(1);
-  for (int i = 1; i <= 3; ++i) o.voters.push_back(Voter{NodeId(i), "127.0.0.1", FreePort()});
+  ReplicaManagerOptions o = NodeOneOptions(&partitions, &controller);
   o.fetch.fetch_backoff_ms = 50;
   o.replica_lag_time_max_ms = 300;
   o.broker_session_timeout_ms = 500;
-  o.partitions = &partitions;
-  o.image = [&] { return controller.Get(); };
-  o.propose = [&](const std::vector<MetadataRecord>& r) { return controller.Propose(r); };
   o.last_controller_contact_ms = [&] { return contact.load(); };
   ReplicaManager rm(o);
   rm.Start();
@@ -218,26 +230,17 @@ TEST_CASE("a leader learns a reassignment's new replica within its epoch and tak
   broker::PartitionManager partitions(&logs, NodeId(1));
   Controller controller;
   std::vector<NodeId> three{NodeId(1), NodeId(2), NodeId(3)};
-  std::vector<MetadataRecord> start;
-  for (int b = 1; b <= 4; ++b) {
-    start.push_back(RegisterBrokerRecord{NodeId(b), RandomUuid(), "127.0.0.1", 9092});
-    start.push_back(UnfenceBrokerRecord{NodeId(b)});
-  }
+  std::vector<MetadataRecord> start = BrokerRecords(4);
   start.push_back(TopicRecord{"t", kTopic});
   start.push_back(
       PartitionRecord{PartitionId(0), kTopic, three, three, NodeId(1), LeaderEpoch(0), 0});
   controller.image = std::make_shared<const MetadataImage>(*MetadataImage().Apply(start));
 
   std::atomic<int64_t> contact{MonotonicMs()};
-  ReplicaManagerOptions o;
-  o.self = NodeId(1);
-  for (int i = 1; i <= 3; ++i) o.voters.push_back(Voter{NodeId(i), "127.0.0.1", FreePort()});
+  ReplicaManagerOptions o = NodeOneOptions(&partitions, &controller);
   o.fetch.fetch_backoff_ms = 50;
   o.replica_lag_time_max_ms = 60000;  // nobody is dropped for not fetching here
   o.broker_session_timeout_ms = 60000;
-  o.partitions = &partitions;
-  o.image = [&] { return controller.Get(); };
-  o.propose = [&](const std::vector<MetadataRecord>& r) { return controller.Propose(r); };
   o.last_controller_contact_ms = [&] { return contact.load(); };
   ReplicaManager rm(o);
   rm.Start();
@@ -297,23 +300,14 @@ TEST_CASE("a role change that fails is tried again until it succeeds") {
   broker::PartitionManager partitions(&logs, NodeId(1));
   Controller controller;
   std::vector<NodeId> all{NodeId(1), NodeId(2), NodeId(3)};
-  std::vector<MetadataRecord> start;
-  for (int b = 1; b <= 3; ++b) {
-    start.push_back(RegisterBrokerRecord{NodeId(b), RandomUuid(), "127.0.0.1", 9092});
-    start.push_back(UnfenceBrokerRecord{NodeId(b)});
-  }
+  std::vector<MetadataRecord> start = BrokerRecords(3);
   start.push_back(TopicRecord{"t", kTopic});
   start.push_back(PartitionRecord{PartitionId(0), kTopic, all, all, NodeId(1), LeaderEpoch(0), 0});
   controller.image = std::make_shared<const MetadataImage>(*MetadataImage().Apply(start));
 
-  ReplicaManagerOptions o;
-  o.self = NodeId(1);
-  for (int i = 1; i <= 3; ++i) o.voters.push_back(Voter{NodeId(i), "127.0.0.1", FreePort()});
+  ReplicaManagerOptions o = NodeOneOptions(&partitions, &controller);
   o.replica_lag_time_max_ms = 60000;
   o.broker_session_timeout_ms = 60000;
-  o.partitions = &partitions;
-  o.image = [&] { return controller.Get(); };
-  o.propose = [&](const std::vector<MetadataRecord>& r) { return controller.Propose(r); };
   o.last_controller_contact_ms = [] { return MonotonicMs(); };
   ReplicaManager rm(o);
   rm.Start();
